@@ -1,0 +1,44 @@
+"""The `dse` command line: one sub-command per module in `dse/commands/` (each defines `add_parser`)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dse.errors import DseError
+
+COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "workflow")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dse", description="Design-space exploration of pipelined DNN inference on heterogeneous SoCs.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        module_name = f"dse.commands.{name}"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:  # a command whose module is not in this build
+            if exc.name == module_name:
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Hydra composition of config/ (benchmark, platform, search) with validated overrides.
+
+Used by the CLI, the Snakefile and the library alike, so a bad override fails the same way everywhere
+and before any job runs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from dse.errors import DseError, choices_error
+
+GROUPS = ("benchmark", "platform", "search")
+PREPROCESS = ("resize", "letterbox")
+
+
+def config_dir() -> Path:
+    """config/ of the working directory (a user's checkout), else the one next to the package."""
+    env = os.environ.get("DSE_CONFIG_DIR")
+    candidates = [Path(env)] if env else []
+    candidates += [Path.cwd() / "config", Path(__file__).resolve().parents[1] / "config"]
+    for c in candidates:
+        if (c / "config.yaml").is_file():
+            return c.resolve()
+    raise DseError(f"no config/config.yaml found (looked in {', '.join(map(str, candidates))}); set DSE_CONFIG_DIR")
+
+
+def split_overrides(overrides) -> list[str]:
+    """Accept a list, '[a=b,c=d]' (Snakemake --config style) or 'a=b c=d'; commas inside brackets stay."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, (list, tuple)):
+        out = []
+        for o in overrides:
+            out += split_overrides(o) if isinstance(o, str) and ("," in o or " " in o.strip()) and "=" in o else [str(o)]
+        return [o for o in out if o]
+    text = str(overrides).strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if depth == 0 and ch in ", \t\n":
+            if cur.strip():
+                parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return [p.strip("'\"") for p in parts]
+
+
+def group_choices(group: str) -> list[str]:
+    return sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
+
+
+def _check_override_syntax(overrides: list[str]) -> None:
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if "=" not in o:
+            raise DseError(f"override {o!r} is not key=value (e.g. benchmark=yolov4 precision=fp16 benchmark.input_size=512)")
+        if key in GROUPS:
+            value = o.split("=", 1)[1]
+            choices = group_choices(key)
+            if value not in choices:
+                raise choices_error(f"{key}", value, choices)
+
+
+def compose_config(overrides=None) -> DictConfig:
+    """Compose config/config.yaml with overrides; resolve and validate; raise DseError on anything bad."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = split_overrides(overrides)
+    _check_override_syntax(overrides)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+            cfg = compose(config_name="config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise DseError(_explain_hydra_error(exc, overrides)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    OmegaConf.resolve(cfg)
+    OmegaConf.set_struct(cfg, False)
+    cfg.benchmark.precision = cfg.precision
+    cfg.benchmark.batch = cfg.batch
+    validate(cfg)
+    OmegaConf.set_struct(cfg, True)
+    return cfg
+
+
+def _explain_hydra_error(exc: Exception, overrides: list[str]) -> str:
+    msg = str(exc).strip()
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if "." in key and ("not in struct" in msg or "Could not override" in msg):
+            group, _, rest = key.partition(".")
+            try:
+                valid = _valid_keys(group)
+            except DseError:
+                valid = []
+            if valid and rest.split(".")[0] not in valid:
+                return f"unknown key {key!r} in override {o!r}; valid keys of {group}: {', '.join(valid)}"
+        if "." not in key and ("not in struct" in msg or "Could not override" in msg) and key not in GROUPS:
+            top = ["precision", "batch", "seed", "results_dir", *GROUPS]
+            if key not in top:
+                return f"unknown key {key!r} in override {o!r}; valid top-level keys: {', '.join(top)}"
+    return f"bad configuration override: {msg}"
+
+
+def _valid_keys(group: str) -> list[str]:
+    files = sorted((config_dir() / group).glob("*.yaml"))
+    if not files:
+        raise DseError(f"no config group {group!r}")
+    return sorted(OmegaConf.load(files[0]).keys())
+
+
+def validate(cfg: DictConfig) -> None:
+    from dse.configuration import PRECISIONS
+
+    if cfg.precision not in PRECISIONS:
+        raise choices_error("precision", cfg.precision, PRECISIONS)
+    b = cfg.benchmark
+    for key in ("batch",):
+        if not isinstance(cfg[key], int) or cfg[key] < 1:
+            raise DseError(f"{key} must be an integer >= 1, got {cfg[key]!r}")
+    if not isinstance(b.input_size, int) or b.input_size < 32 or b.input_size % 32:
+        raise DseError(f"benchmark.input_size must be a positive multiple of 32, got {b.input_size!r}")
+    if b.preprocess not in PREPROCESS:
+        raise choices_error("benchmark.preprocess", b.preprocess, PREPROCESS)
+    if not isinstance(b.sample_size, int) or b.sample_size < 1:
+        raise DseError(f"benchmark.sample_size must be an integer >= 1, got {b.sample_size!r}")
+
+
+def to_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg)
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    """results/<benchmark>/<platform>/<precision>-b<batch>-<size>/ (DESIGN.md section 5)."""
+    return (Path(cfg.results_dir) / cfg.benchmark.name / cfg.platform.name
+            / f"{cfg.precision}-b{cfg.batch}-{cfg.benchmark.input_size}")

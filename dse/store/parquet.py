@@ -1,0 +1,77 @@
+"""Crash-safe Parquet files: every write goes to a temp file, is fsynced, then renamed over the target.
+
+A killed writer leaves either the old file or the new one, never a torn one (rename is atomic on POSIX).
+Parallel Snakemake jobs write their own files; `merge` combines them.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dse.errors import DseError
+from dse.store.schema import SCHEMA
+
+
+def _table(rows: list[dict] | pd.DataFrame, schema: pa.Schema = SCHEMA) -> pa.Table:
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, columns=schema.names)
+    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+
+
+def write_atomic(table: pa.Table, path: str | Path) -> Path:
+    """Write a table to `path` atomically (temp file in the same directory + fsync + os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pq.write_table(table, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read(path: str | Path, schema: pa.Schema = SCHEMA) -> pd.DataFrame:
+    """Load a measurement file into pandas; an empty frame with the schema's columns if it does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return schema.empty_table().to_pandas()
+    try:
+        return pq.read_table(path).to_pandas()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DseError(f"{path} is not a readable Parquet file ({exc}); delete it or restore it from a backup") from None
+
+
+def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Path:
+    """Append rows: read, concatenate, rewrite atomically (files hold hundreds of rows; simplicity wins)."""
+    new = _table(rows, schema)
+    path = Path(path)
+    if path.exists():
+        new = pa.concat_tables([pq.read_table(path).select(schema.names).cast(schema), new])
+    return write_atomic(new, path)
+
+
+def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHEMA,
+          dedupe_on: str | None = "config_hash") -> pd.DataFrame:
+    """Combine per-job files into one (first occurrence of a configuration wins)."""
+    frames = [read(p, schema) for p in inputs if Path(p).exists()]
+    frames = [f for f in frames if len(f)]
+    frame = pd.concat(frames, ignore_index=True) if frames else schema.empty_table().to_pandas()
+    if dedupe_on and len(frame):
+        frame = frame.drop_duplicates(subset=[dedupe_on], keep="first").reset_index(drop=True)
+    write_atomic(_table(frame, schema), output)
+    return frame

@@ -1,0 +1,1 @@
+"""Glue between Snakemake and the library: plan the runs, and one function per rule."""

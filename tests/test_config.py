@@ -1,0 +1,55 @@
+"""Hydra composition: defaults, overrides in every accepted form, errors naming the valid choices."""
+import pytest
+
+from dse.cli import main
+from dse.config import compose_config, run_dir, split_overrides
+from dse.errors import DseError
+
+
+def test_defaults():
+    cfg = compose_config([])
+    assert cfg.benchmark.name == "yolov4"
+    assert cfg.platform.name == "xavier-agx-sim"
+    assert cfg.precision == "int8" and cfg.batch == 1 and cfg.benchmark.input_size == 416
+    assert str(run_dir(cfg)) == "results/yolov4/xavier-agx-sim/int8-b1-416"
+
+
+@pytest.mark.parametrize("text", ["[benchmark=yolov3,precision=fp16]", "benchmark=yolov3 precision=fp16",
+                                  ["benchmark=yolov3", "precision=fp16"]])
+def test_override_forms(text):
+    cfg = compose_config(text)
+    assert cfg.benchmark.name == "yolov3" and cfg.precision == "fp16" and cfg.benchmark.precision == "fp16"
+
+
+def test_nested_and_batch():
+    cfg = compose_config(["benchmark=yolov4-csp", "benchmark.input_size=512", "batch=4"])
+    assert cfg.benchmark.preprocess == "letterbox"
+    assert cfg.benchmark.input_size == 512 and cfg.batch == 4 and cfg.benchmark.batch == 4
+
+
+def test_split_keeps_brackets():
+    assert split_overrides("[benchmark.input_shapes={images:[1,3,4,4]},seed=2]") == [
+        "benchmark.input_shapes={images:[1,3,4,4]}", "seed=2"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("benchmark=yolov9", "unknown benchmark 'yolov9'; valid choices: cspnet, densenet-yolo"),
+    ("platform=tx9", "unknown platform 'tx9'; valid choices:"),
+    ("precision=fp8", "unknown precision 'fp8'; valid choices: fp16, fp32, int8"),
+    ("foo=1", "unknown key 'foo'"),
+    ("benchmark.inputsize=3", "valid keys of benchmark: application, batch"),
+    ("benchmark.input_size=500", "multiple of 32"),
+    ("benchmark.preprocess=crop", "valid choices: letterbox, resize"),
+    ("precision", "is not key=value"),
+])
+def test_bad_overrides(override, message):
+    with pytest.raises(DseError, match=message.replace("(", r"\(")):
+        compose_config([override])
+
+
+def test_config_show_cli(capsys):
+    assert main(["config", "show", "benchmark=yolov2-tiny", "precision=fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "name: yolov2-tiny" in out and "precision: fp16" in out
+    assert main(["config", "show", "benchmark=nope"]) == 2
+    assert "valid choices" in capsys.readouterr().err

@@ -1,0 +1,89 @@
+"""Parquet store: schema round trip, merge, crash safety of a writer killed mid-write."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.measurement import Measurement
+from dse.store import append, measurement_row, merge, read, row_to_measurement
+
+
+def _measurement(i: int, fps: float = 100.0) -> Measurement:
+    cfg = Configuration(benchmark="tiny", platform="xavier-agx-sim", option="PND-A", cuts=(10 + i,),
+                        streams=(4, 2), buffers=8, pre_threads=2)
+    return Measurement(config=cfg, fps=fps + i, latency_ms_p50=9.5, latency_ms_p99=12.0,
+                       util={"GPU": 0.7, "DLA0": 0.9, "DLA1": 0.88}, power_w=25.0,
+                       energy_j_per_frame=0.12, stage_ms=[9.0, 5.5], engine_keys=["a", "b"], backend="sim")
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "m.parquet"
+    rows = [measurement_row(_measurement(i), phase="search", strategy="global", seed=3) for i in range(5)]
+    append(path, rows[:2])
+    append(path, rows[2:])
+    frame = read(path)
+    assert len(frame) == 5
+    assert list(frame["cuts"]) == ["10", "11", "12", "13", "14"]
+    assert frame["gpu_util"].iloc[0] == pytest.approx(0.7)
+    back = row_to_measurement(frame.iloc[3].to_dict())
+    original = _measurement(3)
+    assert back.config == original.config and back.config.hash == original.config.hash
+    assert back.fps == pytest.approx(original.fps) and back.util == original.util
+    assert back.stage_ms == original.stage_ms
+
+
+def test_missing_file_reads_empty(tmp_path):
+    frame = read(tmp_path / "none.parquet")
+    assert len(frame) == 0 and "fps" in frame.columns
+
+
+def test_merge_dedupes_by_config(tmp_path):
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    append(a, [measurement_row(_measurement(i), phase="p", strategy="s") for i in range(3)])
+    append(b, [measurement_row(_measurement(i), phase="q", strategy="s") for i in range(2, 6)])
+    out = merge([a, b, tmp_path / "missing.parquet"], tmp_path / "all.parquet")
+    assert len(out) == 6
+    assert len(read(tmp_path / "all.parquet")) == 6
+    assert out.set_index("cuts").loc["12", "phase"] == "p"
+
+
+def test_corrupt_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really parquet")
+    with pytest.raises(DseError, match="not a readable Parquet file"):
+        read(bad)
+
+
+WRITER = r"""
+import sys
+from dse.store import append, measurement_row
+from tests.test_store import _measurement
+path = sys.argv[1]
+i = 0
+while True:
+    append(path, [measurement_row(_measurement(i), phase="p", strategy="s") for _ in range(200)])
+    i += 1
+    print(i, flush=True)
+"""
+
+
+def test_killed_writer_never_leaves_a_corrupt_file(tmp_path):
+    path = tmp_path / "m.parquet"
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    for attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, env=env, text=True)
+        proc.stdout.readline()  # at least one complete write happened
+        time.sleep(0.05 * (attempt + 1))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        frame = read(path)  # must parse
+        assert len(frame) % 200 == 0 and len(frame) >= 200
+    leftovers = [p for p in tmp_path.iterdir() if p.name != "m.parquet"]
+    # a killed writer may leave its temp file, never a torn target; temp files are hidden dot-files
+    assert all(p.name.startswith(".m.parquet.") for p in leftovers)
