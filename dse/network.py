@@ -16,7 +16,7 @@ def model_source(cfg: DictConfig) -> dict:
     return {
         "model": str(b.model), "weights": None if b.weights is None else str(b.weights),
         "input_size": int(b.input_size), "batch": int(cfg.batch), "seed": int(cfg.seed),
-        "input_shapes": {k: list(v) for k, v in OmegaConf.to_container(b.input_shapes or {}).items()},
+        "input_shapes": {str(k): [int(d) for d in v] for k, v in (b.input_shapes or {}).items()},
     }
 
 

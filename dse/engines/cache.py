@@ -1,0 +1,227 @@
+"""Content-addressed, process-safe cache of built engines (one file per stage build plus a JSON sidecar).
+
+Layout: ``<root>/<platform>/<key>.<ext>`` (the artifact) and ``<root>/<platform>/<key>.json`` (the sidecar:
+settings, build seconds, device report, versions). The key is a sha256 over the stage content, the build
+settings, the toolkit version and the board model; the DLA core is chosen at load time, so it is not part
+of the key (one DLA engine serves both cores).
+
+Commit protocol (why a reader never sees a half-built entry): the build writes to a temporary file in the
+same directory; the artifact is fsynced and renamed into place first, the sidecar last. The sidecar is the
+commit record: an entry exists if and only if its sidecar exists, and a sidecar only ever appears after
+its artifact. An artifact without a sidecar (a build killed between the two renames) is treated as absent
+and overwritten by the next build. Builders of one key serialize on ``<key>.lock`` (``filelock``), re-check
+under the lock, and the losers reuse the winner's entry: built once, whichever Snakemake jobs ask.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from dse.errors import DseError
+
+SIDECAR_EXT = "json"
+
+
+@dataclass
+class EngineArtifact:
+    """One cached engine: where it lies, what its sidecar says, and whether this call built it."""
+
+    key: str
+    path: Path
+    sidecar: dict
+    built: bool
+    pe_type: str
+
+    @property
+    def sidecar_path(self) -> Path:
+        return self.path.with_name(f"{self.key}.{SIDECAR_EXT}")
+
+
+def canonical_json(obj) -> str:
+    """Sorted keys, no whitespace, tuples as lists: the same settings always hash the same."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def _json_default(obj):
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, bytes):
+        return obj.hex()
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(f"not JSON-serializable in engine settings: {obj!r} ({type(obj).__name__})")
+
+
+def _versions() -> dict:
+    """The library versions in this process, recorded in every sidecar for reproducibility."""
+    import dse
+
+    out = {"python": _platform.python_version(), "dse": dse.__version__}
+    for name in ("onnx", "onnxruntime", "tensorrt"):
+        try:
+            from importlib.metadata import version
+
+            out[name] = version(name)
+        except Exception:  # not installed here
+            continue
+    return out
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _umask_mode() -> int:
+    """The mode a plain open() would give a new file (mkstemp makes 0600 files, too strict for shared caches)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same directory: fsync, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+class EngineCache:
+    """Engines of one platform under ``<root>/<platform>/``, with built/reused counts per PE type."""
+
+    def __init__(self, root: str | Path, platform: str, lock_timeout: float = -1):
+        if not platform or "/" in platform or platform in (".", ".."):
+            raise DseError(f"invalid platform name for the engine cache: {platform!r}")
+        self.root = Path(root)
+        self.platform = platform
+        self.dir = self.root / platform
+        self.lock_timeout = lock_timeout
+        self.counts: dict[str, dict[str, int]] = defaultdict(lambda: {"built": 0, "reused": 0})
+
+    @staticmethod
+    def make_key(content: bytes | str, settings: dict, toolkit_version: str, board_model: str) -> str:
+        """sha256 over the stage content, the canonical JSON of the settings, the toolkit and the board."""
+        if isinstance(content, str):
+            content = content.encode()
+        h = hashlib.sha256()
+        for part in (content, canonical_json(settings).encode(), str(toolkit_version).encode(),
+                     str(board_model).encode()):
+            # length-prefix every part so that no two different part lists hash alike
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+        return h.hexdigest()
+
+    def paths(self, key: str, ext: str) -> tuple[Path, Path]:
+        """(artifact path, sidecar path) of ``key``."""
+        ext = ext.lstrip(".")
+        if not ext or ext == SIDECAR_EXT or "/" in ext:
+            raise DseError(f"invalid engine file extension {ext!r} (not empty, not {SIDECAR_EXT!r})")
+        if not key or any(ch not in "0123456789abcdef" for ch in key):
+            raise DseError(f"invalid engine key {key!r}: expected a lowercase hex digest")
+        return self.dir / f"{key}.{ext}", self.dir / f"{key}.{SIDECAR_EXT}"
+
+    def lookup(self, key: str, ext: str) -> EngineArtifact | None:
+        """The committed entry of ``key`` (sidecar and artifact both present), else None."""
+        artifact, sidecar = self.paths(key, ext)
+        try:
+            meta = json.loads(sidecar.read_text())
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as exc:  # cannot happen through this class (atomic writes); say so loudly
+            raise DseError(f"corrupt engine sidecar {sidecar}: {exc}; delete it to rebuild") from exc
+        if not artifact.exists():
+            raise DseError(f"engine sidecar {sidecar} has no artifact {artifact.name}; delete the sidecar to rebuild")
+        return EngineArtifact(key=key, path=artifact, sidecar=meta, built=False, pe_type=meta.get("pe_type", ""))
+
+    def get_or_build(self, key: str, ext: str, pe_type: str, build: Callable[[Path], dict],
+                     settings: dict | None = None) -> EngineArtifact:
+        """Reuse the entry of ``key`` or build it once (across processes) with ``build(tmp_path) -> report``."""
+        from filelock import FileLock, Timeout
+
+        found = self.lookup(key, ext)
+        if found is not None:
+            return self._count(found, pe_type)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        artifact, sidecar = self.paths(key, ext)
+        lock = FileLock(str(self.dir / f"{key}.lock"), timeout=self.lock_timeout)
+        try:
+            with lock:
+                found = self.lookup(key, ext)  # another process may have built it while we waited
+                if found is not None:
+                    return self._count(found, pe_type)
+                meta = self._build_locked(key, artifact, sidecar, pe_type, build, settings)
+        except Timeout as exc:
+            raise DseError(f"timed out after {self.lock_timeout} s waiting for the build lock of engine {key}") from exc
+        return self._count(EngineArtifact(key=key, path=artifact, sidecar=meta, built=True, pe_type=pe_type), pe_type)
+
+    def _build_locked(self, key, artifact: Path, sidecar: Path, pe_type: str, build, settings) -> dict:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{artifact.name}.", suffix=".tmp", dir=self.dir)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            start = time.perf_counter()
+            report = build(tmp)
+            seconds = time.perf_counter() - start
+            if not tmp.exists() or tmp.stat().st_size == 0:
+                raise DseError(f"engine build for key {key} ({pe_type}) wrote no artifact")
+            meta = {
+                "key": key,
+                "pe_type": pe_type,
+                "platform": self.platform,
+                "settings": settings or {},
+                "build_seconds": round(seconds, 6),
+                "report": report or {},
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "versions": _versions(),
+            }
+            sidecar_bytes = (json.dumps(meta, indent=1, sort_keys=True, default=_json_default) + "\n").encode()
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.chmod(tmp, _umask_mode())
+            os.replace(tmp, artifact)  # artifact first ...
+            atomic_write_bytes(sidecar, sidecar_bytes)  # ... sidecar last: the commit record
+            return meta
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _count(self, artifact: EngineArtifact, pe_type: str) -> EngineArtifact:
+        self.counts[pe_type]["built" if artifact.built else "reused"] += 1
+        return artifact
+
+    def counts_frame(self):
+        """Built vs reused engines per PE type in this process: columns pe_type, built, reused, total."""
+        import pandas as pd
+
+        rows = [{"pe_type": pe, "built": c["built"], "reused": c["reused"], "total": c["built"] + c["reused"]}
+                for pe, c in sorted(self.counts.items())]
+        return pd.DataFrame(rows, columns=["pe_type", "built", "reused", "total"])

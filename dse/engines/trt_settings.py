@@ -1,0 +1,260 @@
+"""Pure translation of a stage (+ its platform) into TensorRT builder settings, and the text formats around them.
+
+Nothing here imports TensorRT: the settings are a plain dict (what goes into the cache key and the sidecar),
+``dse.engines.trt`` applies it to a real ``IBuilderConfig``. Also here: the INT8 calibration cache (text
+format ``TRT-<ver>-<Algo>`` header, then ``tensor: hex`` lines, hex = the big-endian IEEE-754 bits of the
+float32 scale) split per stage, and the summary of the engine inspector's per-layer JSON.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+
+from dse.engines.base import StageSpec
+from dse.errors import DseError, choices_error
+
+TRT_PRECISIONS = ("fp32", "fp16", "int8")
+# settings that change how or where an engine is built/loaded but not the engine itself: kept out of the key
+NON_KEY_SETTINGS = ("dla_core", "timing_cache")
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class TrtPlatform:
+    """What the TensorRT builder needs to know about the board (a slice of the platform description)."""
+
+    board_model: str = "jetson-agx-xavier"
+    trt_version: str = "8.5.2"
+    workspace_bytes: int = 1 << 30
+    dla_cores: int = 2
+    gpu_fallback: bool = True
+    # optional DLA pools, e.g. {"DLA_MANAGED_SRAM": 1 << 20}; absent = TensorRT's defaults
+    dla_memory_pools: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_platform(cls, platform, **overrides) -> "TrtPlatform":
+        """From a ``dse.platform.Platform`` (board model, toolkit 'tensorrt-8.6.1', DLA PEs)."""
+        version = str(platform.toolkit_version).lower().removeprefix("tensorrt-").removeprefix("trt-")
+        dla = sum(1 for pe in platform.pes.values() if str(pe.type).lower() == "dla")
+        return cls(**{"board_model": platform.board_model, "trt_version": version, "dla_cores": dla, **overrides})
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """'8.6.1.6' -> (8, 6, 1, 6); only the leading numeric fields count ('10.0.0b6' -> (10, 0, 0))."""
+    parts = []
+    for piece in str(text).split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() != len(piece):
+            break
+    if not parts:
+        raise DseError(f"cannot parse TensorRT version {text!r}; expected e.g. '8.6.1'")
+    return tuple(parts)
+
+
+def build_settings(stage: StageSpec, platform: TrtPlatform, *, input_shapes: dict[str, list[int]] | None = None,
+                   calibration_lines: list[str] | None = None, timing_cache: str | None = None) -> dict:
+    """The builder settings of one stage as a plain, JSON-able dict (pure: the same inputs give the same dict).
+
+    - explicit batch, static shapes (``input_shapes``: the stage inputs with the batch baked in);
+    - ``network_flags``: ``EXPLICIT_BATCH`` only before TensorRT 10 (where it became the only mode);
+    - ``memory_pools``: ``set_memory_pool_limit`` (8.4+); ``workspace_api`` says which call applies it;
+    - precision flags: fp16 -> FP16; int8 -> INT8 + FP16 (layers without an INT8 kernel run in FP16 instead of
+      FP32, and on the DLA they stay on the DLA instead of falling back), with the stage's calibration lines;
+    - DLA stages: ``default_device_type`` DLA, ``dla_core`` (build-time only: the engine loads on any core, so
+      it is not in the cache key), ``GPU_FALLBACK`` when the platform allows it;
+    - ``profiling_verbosity`` DETAILED so the engine inspector reports every layer and its device.
+    """
+    if stage.precision not in TRT_PRECISIONS:
+        raise choices_error("TensorRT precision", stage.precision, TRT_PRECISIONS)
+    if stage.pe_type == "CPU":
+        raise DseError(f"stage {stage.index} runs on {stage.pe} (a CPU core group): TensorRT builds GPU/DLA stages only;"
+                       " use the 'ort' engine builder for CPU stages")
+    version = parse_version(platform.trt_version)
+    if version < (8, 5):
+        raise DseError(f"TensorRT {platform.trt_version} is not supported; supported: 8.5 to 10.x")
+    if platform.workspace_bytes <= 0:
+        raise DseError(f"workspace must be positive, got {platform.workspace_bytes} bytes")
+
+    flags: set[str] = set()
+    if stage.precision in ("fp16", "int8"):
+        flags.add("FP16")
+    if stage.precision == "int8":
+        flags.add("INT8")
+
+    dla = stage.pe_type == "DLA"
+    memory_pools = {"WORKSPACE": int(platform.workspace_bytes)}
+    if dla:
+        if stage.precision == "fp32":
+            raise DseError(f"stage {stage.index} on {stage.pe}: the DLA runs fp16 or int8 only, not fp32")
+        core = stage.dla_core if stage.dla_core is not None else 0
+        if not 0 <= core < platform.dla_cores:
+            raise DseError(f"stage {stage.index}: DLA core {core} does not exist on {platform.board_model} "
+                           f"(valid: 0..{platform.dla_cores - 1})")
+        if platform.gpu_fallback:
+            flags.add("GPU_FALLBACK")
+        for pool, size in sorted(platform.dla_memory_pools.items()):
+            if pool not in ("DLA_MANAGED_SRAM", "DLA_LOCAL_DRAM", "DLA_GLOBAL_DRAM"):
+                raise choices_error("DLA memory pool", pool, ("DLA_MANAGED_SRAM", "DLA_LOCAL_DRAM", "DLA_GLOBAL_DRAM"))
+            if size < 4096 or size & (size - 1):
+                raise DseError(f"DLA memory pool {pool} must be a power of 2 >= 4 KiB, got {size}")
+            memory_pools[pool] = int(size)
+    else:
+        core = None
+
+    if stage.precision == "int8" and not calibration_lines:
+        raise DseError(f"stage {stage.index} is int8 but has no calibration cache lines; "
+                       "run `dse calibrate` (or give the network's calibration cache) first")
+
+    return {
+        "backend": "trt",
+        "trt_version": ".".join(str(v) for v in version),
+        "board_model": platform.board_model,
+        "network_flags": ["EXPLICIT_BATCH"] if version < (10,) else [],
+        "builder_flags": sorted(flags),
+        "default_device_type": "DLA" if dla else "GPU",
+        "dla_core": core,
+        "memory_pools": memory_pools,
+        "workspace_api": "set_memory_pool_limit",
+        "profiling_verbosity": "DETAILED",
+        "precision": stage.precision,
+        "batch": stage.batch,
+        "input_shapes": {k: [int(d) for d in v] for k, v in sorted((input_shapes or {}).items())},
+        "calibration_cache": list(calibration_lines) if stage.precision == "int8" else None,
+        "timing_cache": timing_cache,
+    }
+
+
+def key_settings(settings: dict) -> dict:
+    """The part of the settings that defines the engine (what the cache key hashes)."""
+    return {k: v for k, v in settings.items() if k not in NON_KEY_SETTINGS}
+
+
+# --- INT8 calibration cache -----------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^TRT-\d+-\w+$")
+
+
+@dataclass(frozen=True)
+class CalibrationCache:
+    """A parsed TensorRT calibration cache: header line and ordered (tensor, hex) entries."""
+
+    header: str
+    entries: tuple[tuple[str, str], ...]
+
+    def scales(self) -> dict[str, float]:
+        """tensor -> float32 scale decoded from the hex bits."""
+        return {name: hex_to_float(h) for name, h in self.entries}
+
+    def lines(self) -> list[str]:
+        return [self.header] + [f"{name}: {h}" for name, h in self.entries]
+
+    def text(self) -> str:
+        return "\n".join(self.lines()) + "\n"
+
+
+def hex_to_float(h: str) -> float:
+    return struct.unpack(">f", bytes.fromhex(h.rjust(8, "0")))[0]
+
+
+def float_to_hex(x: float) -> str:
+    return struct.pack(">f", x).hex()
+
+
+def parse_calibration_cache(text: str) -> CalibrationCache:
+    """Parse the text cache that TensorRT's calibrators write (``write_calibration_cache``)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines or not _HEADER.match(lines[0]):
+        first = lines[0] if lines else "<empty>"
+        raise DseError(f"not a TensorRT calibration cache: first line {first!r}, expected e.g. 'TRT-8601-EntropyCalibration2'")
+    entries = []
+    for n, line in enumerate(lines[1:], start=2):
+        name, sep, h = line.rpartition(":")
+        h = h.strip()
+        if not sep or not name or not re.fullmatch(r"[0-9a-fA-F]{1,8}", h):
+            raise DseError(f"calibration cache line {n} is not 'tensor: hexfloat': {line!r}")
+        entries.append((name.strip(), h.lower()))
+    return CalibrationCache(header=lines[0], entries=tuple(entries))
+
+
+def split_calibration_cache(cache: CalibrationCache | str, stage_tensors: list[set[str]] | list[list[str]]) -> list[CalibrationCache]:
+    """One cache per stage with the lines of the tensors that stage reads or produces (its inputs included).
+
+    Entries TensorRT names after its own layers (``(Unnamed Layer* 12) [Constant]_output``) refer to the whole
+    network's layer numbering, which a stage network does not share: they are dropped, and TensorRT recomputes
+    what it needs for them (constants) at build time.
+    """
+    if isinstance(cache, str):
+        cache = parse_calibration_cache(cache)
+    out = []
+    for tensors in stage_tensors:
+        keep = set(tensors)
+        out.append(CalibrationCache(cache.header, tuple((n, h) for n, h in cache.entries if n in keep)))
+    return out
+
+
+# --- engine inspector report --------------------------------------------------------------------------
+
+def summarize_inspector(info: dict | str, dla_stage: bool, stage_layer_names: list[str] | None = None) -> dict:
+    """Per-layer device report from ``IEngineInspector.get_engine_information(LayerInformationFormat.JSON)``.
+
+    A DLA subgraph appears as one engine layer (name ``{ForeignNode[first...last]}``, type ``ForeignNode`` or
+    ``DLA``): each is one DLA *loadable*. On a GPU stage a ForeignNode is a Myelin subgraph, not a DLA, so
+    ``dla_stage`` decides. Reformat layers (copies at GPU<->DLA boundaries) are counted apart from the
+    fallback (GPU) layers. Works with DETAILED (dict layers) and LAYER_NAMES_ONLY (string layers) verbosity.
+    With ``stage_layer_names`` (the stage's ONNX node names in layer order) it also counts the ONNX layers
+    inside the loadables (``dla_onnx_layers``) from the ``first...last`` range in each loadable's name.
+    """
+    import json
+
+    if isinstance(info, str):
+        info = json.loads(info)
+    layers = info.get("Layers", [])
+    loadables, fallback, reformats, dla_runs = [], [], [], 0
+    previous_dla = False
+    for layer in layers:
+        if isinstance(layer, str):
+            name, ltype = layer, ""
+        else:
+            name, ltype = str(layer.get("Name", "")), str(layer.get("LayerType", ""))
+        is_foreign = "ForeignNode" in name or ltype.lower() in ("foreignnode", "dla")
+        is_reformat = ltype.lower() == "reformat" or name.lower().startswith("reformat") or "reformatted" in name.lower()
+        if dla_stage and is_foreign and not is_reformat and ltype.lower() != "myelin":
+            loadables.append(name)
+            if not previous_dla:
+                dla_runs += 1
+            previous_dla = True
+            continue
+        previous_dla = False
+        (reformats if is_reformat else fallback).append(name)
+    dla_onnx_layers = None
+    if stage_layer_names is not None:
+        position = {n: i for i, n in enumerate(stage_layer_names)}
+        dla_onnx_layers = 0
+        for name in loadables:
+            rng = foreign_node_range(name)
+            if rng and rng[0] in position and rng[1] in position:
+                dla_onnx_layers += position[rng[1]] - position[rng[0]] + 1
+    return {
+        "engine_layers": len(layers),
+        "dla_onnx_layers": dla_onnx_layers,
+        "dla_loadables": len(loadables),
+        "dla_runs": dla_runs,
+        "dla_layer_names": loadables,
+        "fallback_layers": len(fallback),
+        "fallback_layer_names": fallback,
+        "reformat_layers": len(reformats),
+    }
+
+
+def foreign_node_range(name: str) -> tuple[str, str] | None:
+    """'{ForeignNode[conv1...relu5]}' -> ('conv1', 'relu5'): the first/last ONNX layer of a DLA loadable."""
+    m = re.search(r"ForeignNode\[(.*)\]", name)
+    if not m:
+        return None
+    body = m.group(1)
+    first, sep, last = body.partition("...")
+    return (first, last if sep else first)

@@ -1,0 +1,252 @@
+"""Cut a sanitized network into pipeline stages: one ONNX model per stage, ready for any engine builder.
+
+Stage k holds layers ``cuts[k-1]+1 .. cuts[k]``. Its inputs are the tensors it reads that the previous stage
+produces (a feasible tuple has no others) or network inputs (the input frame is available to every stage);
+its outputs are the tensors the next stage reads plus the network outputs it produces. Tensor names are the network's own, so stage
+k's outputs plug into stage k+1's inputs by name and calibration scales carry over.
+
+Extraction is ``onnx.utils.Extractor`` on the sanitized (static-shape, shape-inferred) model: it copies the
+nodes between the given inputs and outputs with their value infos, and keeps opset and IR version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from dse.engines.cache import atomic_write_bytes
+from dse.errors import DseError
+from dse.graph.tensors import node_reads as _reads
+
+MANIFEST = "partition.json"
+
+
+@dataclass
+class StageModel:
+    """One stage: its layer range, its boundary tensors (in a stable order) and its ONNX model."""
+
+    index: int
+    first_layer: int
+    last_layer: int
+    inputs: list[str]
+    outputs: list[str]
+    model: onnx.ModelProto
+    macs: int = 0
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def n_layers(self) -> int:
+        return self.last_layer - self.first_layer + 1
+
+    @property
+    def file_name(self) -> str:
+        return f"stage_{self.index}.onnx"
+
+    def to_bytes(self) -> bytes:
+        return self.model.SerializeToString(deterministic=True)
+
+
+def validate_cuts(analysis, cuts) -> tuple[int, ...]:
+    """The cut tuple as ints, or a DseError naming what is wrong (out of range, not increasing, infeasible:
+    the tensor that would skip a stage, or the fused chain split and the nearest feasible positions)."""
+    try:
+        cuts = tuple(int(c) for c in cuts)
+    except (TypeError, ValueError):
+        raise DseError(f"cuts must be integers (last layer index of each stage but the last), got {cuts!r}") from None
+    reason = analysis.check_cuts(cuts)  # raises DseError itself for malformed tuples
+    if reason:
+        raise DseError(f"infeasible cut tuple {list(cuts)}: {reason}")
+    return cuts
+
+
+def stage_bounds(n_layers: int, cuts: tuple[int, ...]) -> list[tuple[int, int]]:
+    """[(first, last), ...] per stage."""
+    starts = [0] + [c + 1 for c in cuts]
+    ends = list(cuts) + [n_layers - 1]
+    return list(zip(starts, ends))
+
+
+def _shape_of(vi: onnx.ValueInfoProto) -> list[int]:
+    return [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+
+
+def partition(analysis, cuts) -> list[StageModel]:
+    """One StageModel per stage of the feasible tuple ``cuts`` (raises DseError when it is not feasible)."""
+    cuts = validate_cuts(analysis, cuts)
+    model: onnx.ModelProto = analysis.model
+    graph = model.graph
+    nodes = list(graph.node)
+    if len(nodes) != len(analysis.layers):
+        raise DseError(f"analysis has {len(analysis.layers)} layers but its model {len(nodes)} nodes")
+    initializers = {t.name for t in graph.initializer}
+    net_inputs = [vi.name for vi in graph.input if vi.name not in initializers]
+    net_outputs = [vi.name for vi in graph.output]
+    bounds = stage_bounds(len(nodes), cuts)
+
+    stage_of_layer = [0] * len(nodes)
+    for k, (first, last) in enumerate(bounds):
+        for i in range(first, last + 1):
+            stage_of_layer[i] = k
+    producer: dict[str, int] = {}  # tensor -> producing layer index
+    for i, node in enumerate(nodes):
+        for out in node.output:
+            if out:
+                producer[out] = i
+    consumers: dict[str, set[int]] = {}  # tensor -> stages that read it
+    for i, node in enumerate(nodes):
+        for name in _reads(node):
+            if name and name not in initializers:
+                consumers.setdefault(name, set()).add(stage_of_layer[i])
+
+    def order(names) -> list[str]:  # network inputs first (graph order), then by producing layer
+        return sorted(names, key=lambda t: (producer.get(t, -1), net_inputs.index(t) if t in net_inputs else 0, t))
+
+    # one Extractor (it runs shape inference once) for all stages
+    extractor = onnx.utils.Extractor(model)
+    shapes = {vi.name: _shape_of(vi) for vi in list(graph.input) + list(graph.value_info) + list(graph.output)}
+    stages = []
+    for k, (first, last) in enumerate(bounds):
+        produced = {o for i in range(first, last + 1) for o in nodes[i].output if o}
+        reads = {t for i in range(first, last + 1) for t in _reads(nodes[i]) if t and t not in initializers}
+        inputs = reads - produced
+        for t in inputs:
+            src = producer.get(t)
+            src_stage = stage_of_layer[src] if src is not None else None
+            if src is None and t not in net_inputs:
+                raise DseError(f"stage {k} reads tensor {t!r} that no layer produces and is not a network input")
+            if src_stage is not None and src_stage != k - 1:
+                raise DseError(f"infeasible cut tuple {list(cuts)}: tensor {t!r} from layer {src} (stage {src_stage}) "
+                               f"is read in stage {k}, skipping stage {src_stage + 1}")
+        outputs = {t for t in produced if t in net_outputs or any(s > k for s in consumers.get(t, ()))}
+        inputs, outputs = order(inputs), order(outputs)
+        sub = extractor.extract_model(inputs, outputs)
+        if len(sub.graph.node) != last - first + 1:
+            raise DseError(f"stage {k}: extraction kept {len(sub.graph.node)} nodes, expected {last - first + 1} "
+                           f"(layers {first}..{last}); the model has layers that feed no output")
+        sub.graph.name = f"{graph.name or 'network'}_stage_{k}"
+        del sub.metadata_props[:]
+        for key, value in (("dse.stage", str(k)), ("dse.layers", f"{first}-{last}")):
+            sub.metadata_props.add(key=key, value=value)
+        onnx.checker.check_model(sub)
+        macs = int(sum(int(getattr(analysis.layers[i], "macs", 0) or 0) for i in range(first, last + 1)))
+        stages.append(StageModel(k, first, last, inputs, outputs, sub, macs,
+                                 {t: shapes.get(t, []) for t in inputs + outputs}))
+    return stages
+
+
+def manifest(stages: list[StageModel], digest: str = "") -> dict:
+    """What partition.json holds: the cuts and every stage's layer range, boundary tensors, MACs and file hash."""
+    return {
+        "model_digest": digest,
+        "cuts": [s.last_layer for s in stages[:-1]],
+        "stages": [{
+            "index": s.index,
+            "first_layer": s.first_layer,
+            "last_layer": s.last_layer,
+            "layers": s.n_layers,
+            "inputs": {t: s.shapes.get(t, []) for t in s.inputs},
+            "outputs": {t: s.shapes.get(t, []) for t in s.outputs},
+            "macs": s.macs,
+            "file": s.file_name,
+            "sha256": hashlib.sha256(s.to_bytes()).hexdigest(),
+        } for s in stages],
+    }
+
+
+def write_partition(stages: list[StageModel], out_dir: str | Path, digest: str = "") -> Path:
+    """Write stage_<k>.onnx files and partition.json (last: the manifest commits the set); returns its path.
+
+    Every file goes through a temp file + fsync + rename; stage files of an earlier partition with more
+    stages are removed so the directory always matches its manifest.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for s in stages:
+        atomic_write_bytes(out / s.file_name, s.to_bytes())
+    keep = {s.file_name for s in stages}
+    for old in out.glob("stage_*.onnx"):
+        if old.name not in keep:
+            old.unlink()
+    path = out / MANIFEST
+    atomic_write_bytes(path, (json.dumps(manifest(stages, digest), indent=1) + "\n").encode())
+    return path
+
+
+def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs for every network input at its static shape (floats ~ N(0,1), ints in 0..9)."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    initializers = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in initializers:
+            continue
+        shape = _shape_of(vi)
+        if any(d < 0 for d in shape):
+            raise DseError(f"network input {vi.name!r} has a dynamic shape {shape}; give --input-shape")
+        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        if np.issubdtype(dtype, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype == np.bool_:
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(dtype)
+        else:
+            feeds[vi.name] = rng.integers(0, 10, shape).astype(dtype)
+    return feeds
+
+
+def _session(model: onnx.ModelProto):
+    """ORT session with graph optimizations off and one thread: whole model and stages run the same kernels.
+
+    With optimizations on, ORT fuses differently on each side of a cut (Conv+activation inside a stage, not
+    across it), which changes float rounding; the check is about the partition, not about ORT's fusions.
+    """
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def run_chain(stages: list[StageModel], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run the stages one after another, each fed only from the network inputs and the previous stage."""
+    available = dict(feeds)
+    produced: dict[str, np.ndarray] = {}
+    for s in stages:
+        sess = _session(s.model)
+        outs = sess.run(s.outputs, {t: available[t] for t in s.inputs})
+        step = dict(zip(s.outputs, outs))
+        produced.update(step)
+        available = {**feeds, **step}  # the next stage sees the network inputs and what this one hands over
+    return produced
+
+
+def check_partition(analysis, stages: list[StageModel], seed: int = 0, atol: float = 1e-5) -> dict[str, float]:
+    """Max abs difference per network output between the whole model and the chained stages (both in ORT).
+
+    Raises DseError when an output is missing from the chain or differs by more than ``atol``.
+    """
+    feeds = random_feeds(analysis.model, seed)
+    names = [vi.name for vi in analysis.model.graph.output]
+    whole = dict(zip(names, _session(analysis.model).run(names, feeds)))
+    chained = run_chain(stages, feeds)
+    diffs = {}
+    for name in names:
+        if name not in chained:
+            raise DseError(f"network output {name!r} is produced by no stage")
+        a, b = whole[name], chained[name]
+        if a.shape != b.shape:
+            raise DseError(f"network output {name!r}: whole model shape {a.shape}, stages give {b.shape}")
+        diffs[name] = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+    bad = {k: v for k, v in diffs.items() if not v <= atol}
+    if bad:
+        raise DseError("partition check failed: " + ", ".join(f"{k} max abs diff {v:.3g}" for k, v in bad.items())
+                       + f" > {atol:g}")
+    return diffs

@@ -1,0 +1,51 @@
+"""Plots of a run: FPS per mapping option (thesis Fig. 3.8) and the search trajectory."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def fps_per_option(frame: pd.DataFrame, out: str | Path) -> Path:
+    """Best FPS each mapping option reached (any phase), relative to the lowest, like Fig. 3.8."""
+    ok = frame[frame["status"] == "ok"]
+    best = ok.groupby("option")["fps"].max().sort_values()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    bars = ax.bar(best.index, best.values, color=["#4C72B0" if o != best.idxmax() else "#DD8452" for o in best.index])
+    low = best.min() if len(best) else 1.0
+    for bar, v in zip(bars, best.values):
+        ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}\n({v / low:.2f}x)", ha="center", va="bottom", fontsize=7)
+    ax.set_ylabel("best FPS")
+    ax.set_title("FPS per mapping option")
+    ax.margins(y=0.25)
+    fig.tight_layout()
+    return _save(fig, out)
+
+
+def trajectory(frame: pd.DataFrame, out: str | Path) -> Path:
+    """FPS of every measurement in order, and the best so far, coloured by phase."""
+    frame = frame.sort_values("timestamp").reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for phase, sub in frame.groupby("phase", sort=False):
+        ax.scatter(sub.index, sub["fps"], s=6, label=phase)
+    ax.plot(frame.index, frame["fps"].cummax(), color="black", lw=1, label="best so far")
+    ax.set_xlabel("measurement #")
+    ax.set_ylabel("FPS")
+    ax.set_title("Search trajectory")
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    return _save(fig, out)
+
+
+def _save(fig, out) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.tmp{out.suffix}")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

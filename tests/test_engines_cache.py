@@ -1,0 +1,142 @@
+"""The engine artifact cache: keys, reuse, atomic commit, and one build across processes."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dse.engines.base import StageSpec
+from dse.engines.cache import EngineCache
+from dse.errors import DseError
+
+
+def _writer(payload: bytes = b"engine", report: dict | None = None):
+    calls = []
+
+    def build(tmp: Path) -> dict:
+        calls.append(tmp)
+        tmp.write_bytes(payload)
+        return report or {"dla_layers": 3}
+
+    return build, calls
+
+
+def test_key_is_stable_and_covers_every_part():
+    key = EngineCache.make_key(b"onnx", {"a": 1, "b": [1, 2]}, "8.6.1", "xavier")
+    assert key == EngineCache.make_key(b"onnx", {"b": [1, 2], "a": 1}, "8.6.1", "xavier")  # order-free settings
+    assert key == EngineCache.make_key("onnx", {"a": 1, "b": (1, 2)}, "8.6.1", "xavier")  # str/bytes, tuple/list
+    others = {
+        EngineCache.make_key(b"onnx2", {"a": 1, "b": [1, 2]}, "8.6.1", "xavier"),
+        EngineCache.make_key(b"onnx", {"a": 2, "b": [1, 2]}, "8.6.1", "xavier"),
+        EngineCache.make_key(b"onnx", {"a": 1, "b": [1, 2]}, "10.0", "xavier"),
+        EngineCache.make_key(b"onnx", {"a": 1, "b": [1, 2]}, "8.6.1", "orin"),
+    }
+    assert key not in others and len(others) == 4
+    assert len(key) == 64 and int(key, 16) >= 0
+
+
+def test_second_build_reuses_and_counts(tmp_path):
+    cache = EngineCache(tmp_path, "xavier")
+    key = cache.make_key(b"m", {"precision": "int8"}, "8.6", "xavier")
+    build, calls = _writer()
+    first = cache.get_or_build(key, "engine", "DLA", build, settings={"precision": "int8"})
+    second = cache.get_or_build(key, "engine", "DLA", build, settings={"precision": "int8"})
+    other = cache.get_or_build(cache.make_key(b"g", {}, "8.6", "xavier"), "engine", "GPU", build)
+    assert len(calls) == 2
+    assert first.built and not second.built and other.built
+    assert first.path == second.path == tmp_path / "xavier" / f"{key}.engine"
+    assert second.path.read_bytes() == b"engine"
+    side = json.loads((tmp_path / "xavier" / f"{key}.json").read_text())
+    assert side["key"] == key and side["settings"] == {"precision": "int8"} and side["report"] == {"dla_layers": 3}
+    assert side["build_seconds"] >= 0 and "onnxruntime" in side["versions"] and side["created"]
+    assert second.sidecar == side
+    frame = cache.counts_frame().set_index("pe_type")
+    assert frame.loc["DLA", "built"] == 1 and frame.loc["DLA", "reused"] == 1 and frame.loc["GPU", "built"] == 1
+    # nothing temporary left behind
+    assert not [p for p in (tmp_path / "xavier").iterdir() if p.name.startswith(".")]
+
+
+def test_failed_build_leaves_nothing(tmp_path):
+    cache = EngineCache(tmp_path, "orin")
+    key = cache.make_key(b"m", {}, "10.0", "orin")
+
+    def broken(tmp: Path) -> dict:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("builder crashed")
+
+    with pytest.raises(RuntimeError, match="builder crashed"):
+        cache.get_or_build(key, "engine", "GPU", broken)
+    assert cache.lookup(key, "engine") is None
+    assert sorted(p.suffix for p in (tmp_path / "orin").iterdir()) == [".lock"]
+    with pytest.raises(DseError, match="wrote no artifact"):
+        cache.get_or_build(key, "engine", "GPU", lambda tmp: {})
+    build, calls = _writer()
+    assert cache.get_or_build(key, "engine", "GPU", build).built and len(calls) == 1
+
+
+def test_artifact_without_sidecar_is_not_an_entry(tmp_path):
+    """A build killed between the artifact rename and the sidecar commit is rebuilt, never half-used."""
+    cache = EngineCache(tmp_path, "xavier")
+    key = cache.make_key(b"m", {}, "8.6", "xavier")
+    artifact, sidecar = cache.paths(key, "engine")
+    artifact.parent.mkdir(parents=True)
+    artifact.write_bytes(b"stale")
+    assert cache.lookup(key, "engine") is None
+    build, calls = _writer(b"fresh")
+    got = cache.get_or_build(key, "engine", "GPU", build)
+    assert got.built and got.path.read_bytes() == b"fresh" and sidecar.exists()
+
+
+def test_bad_names_are_refused(tmp_path):
+    with pytest.raises(DseError, match="platform"):
+        EngineCache(tmp_path, "../x")
+    cache = EngineCache(tmp_path, "xavier")
+    with pytest.raises(DseError, match="extension"):
+        cache.paths("ab", "json")
+    with pytest.raises(DseError, match="key"):
+        cache.paths("../etc", "engine")
+
+
+def _build_in_process(root: str, key: str, log: str, barrier) -> tuple[bool, str]:
+    cache = EngineCache(root, "xavier")
+
+    def build(tmp: Path) -> dict:
+        with open(log, "a") as fh:  # every call of the build function leaves a line
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(0.5)  # hold the lock long enough that the other process must wait on it
+        tmp.write_bytes(b"engine")
+        return {"pid": os.getpid()}
+
+    barrier.wait()
+    art = cache.get_or_build(key, "engine", "DLA", build)
+    return art.built, art.sidecar["report"]["pid"]
+
+
+def test_two_processes_build_one_key_once(tmp_path):
+    ctx = mp.get_context("spawn")
+    key = EngineCache.make_key(b"shared", {}, "8.6", "xavier")
+    log = tmp_path / "calls.log"
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(2)
+        with ctx.Pool(2) as pool:
+            results = pool.starmap(_build_in_process, [(str(tmp_path), key, str(log), barrier)] * 2)
+    assert len(log.read_text().splitlines()) == 1
+    assert sorted(built for built, _ in results) == [False, True]
+    assert results[0][1] == results[1][1]  # both see the one winner's sidecar
+
+
+def test_stage_spec_parses_pe_names():
+    s = StageSpec(1, 10, 20, "CPU0-2,5", "CPU", "fp32", 1)
+    assert s.cpu_cores == (0, 1, 2, 5) and s.n_layers == 11 and s.dla_core is None
+    assert StageSpec(0, 0, 3, "DLA1", "DLA", "int8", 2).dla_core == 1
+    assert StageSpec(0, 0, 3, "DLA", "DLA", "int8", 2).dla_core is None
+    with pytest.raises(DseError, match="PE type"):
+        StageSpec(0, 0, 3, "NPU", "NPU", "int8", 1)
+    with pytest.raises(DseError, match="layer range"):
+        StageSpec(0, 5, 3, "GPU", "GPU", "fp16", 1)
+    with pytest.raises(DseError, match="core group"):
+        StageSpec(0, 0, 3, "CPUx", "CPU", "fp32", 1).cpu_cores
