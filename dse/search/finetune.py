@@ -1,0 +1,134 @@
+"""Parameter fine-tuner (thesis Sec. 3.5.2): the fewest threads, buffers and streams that keep FPS.
+
+Three greedy steps on the chosen option and cuts, under the constraint buffers >= every other
+parameter (pre threads, post threads, each stage's streams):
+1. raise each parameter by one while FPS improves (another option may want more than option E did),
+   in rounds until none improves;
+2. lower each parameter by one while FPS stays within ``degradation`` of the step-1 best;
+3. when two stages share the GPU, move streams between them (same total) while FPS improves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dse.configuration import Configuration
+from dse.measurement import Measurement
+from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
+from dse.search.settings import SearchSettings
+from dse.search.space import Evaluator, SearchSpace
+
+PHASE = "finetune"
+
+
+@dataclass
+class FinetuneResult:
+    config: Configuration
+    measurement: Measurement
+    start_fps: float
+    reference_fps: float             # best FPS after step 1: what step 2 may lose at most `degradation` of
+    points: int                      # parameter points looked at besides the starting configuration
+    trajectory: list[TracePoint] = field(default_factory=list)
+
+    @property
+    def fps(self) -> float:
+        return score(self.measurement)
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "config_hash": self.config.hash, "fps": self.fps,
+                "start_fps": self.start_fps, "reference_fps": self.reference_fps, "points": self.points,
+                "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
+                               for tp in self.trajectory]}
+
+
+def _get(cfg: Configuration, name: str) -> int:
+    if name.startswith("s"):
+        return cfg.streams[int(name[1:])]
+    return {"pre": cfg.pre_threads, "post": cfg.post_threads, "buffers": cfg.buffers}[name]
+
+
+def _set(cfg: Configuration, name: str, value: int) -> Configuration:
+    if name.startswith("s"):
+        i = int(name[1:])
+        return cfg.with_(streams=cfg.streams[:i] + (value,) + cfg.streams[i + 1:])
+    key = {"pre": "pre_threads", "post": "post_threads", "buffers": "buffers"}[name]
+    return cfg.with_(**{key: value})
+
+
+def _others_max(cfg: Configuration) -> int:
+    return max(cfg.pre_threads, cfg.post_threads, *cfg.streams)
+
+
+def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
+             settings: SearchSettings) -> FinetuneResult:
+    tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
+    types = space.stages(config.option)
+    stream_names = [f"s{i}" for i in range(len(types))]
+    caps = {"pre": settings.max_pre, "post": settings.max_post, "buffers": settings.max_buffers}
+    for i, t in enumerate(types):
+        caps[f"s{i}"] = settings.max_streams * (2 if t == "PND" else 1)
+
+    cur = config.with_(buffers=max(config.buffers, _others_max(config)))
+    m_cur = tracker.measure(cur, "start")
+    start_fps = fps_cur = score(m_cur)
+
+    def run(cfg: Configuration, kind: str) -> tuple[Measurement, float]:
+        m = tracker.measure(cfg, kind)
+        return m, score(m)
+
+    # step 1: more of each parameter while FPS improves (rounds: a gain may need another raise first)
+    changed = True
+    while changed and not tracker.exhausted:
+        changed = False
+        for name in ["pre", "post", "buffers", *stream_names]:
+            while _get(cur, name) < caps[name] and not tracker.exhausted:
+                trial = _set(cur, name, _get(cur, name) + 1)
+                if trial.buffers < _others_max(trial):  # keep buffers >= others by raising them along
+                    if _others_max(trial) > caps["buffers"]:
+                        break
+                    trial = trial.with_(buffers=_others_max(trial))
+                m, fps = run(trial, f"raise-{name}")
+                if fps > fps_cur:
+                    cur, m_cur, fps_cur, changed = trial, m, fps, True
+                else:
+                    break
+    reference = fps_cur
+
+    # step 2: less of each parameter while FPS stays within the allowed degradation (buffers last:
+    # they may only drop once the others did)
+    floor = reference * (1 - settings.degradation)
+    changed = True
+    while changed and not tracker.exhausted:
+        changed = False
+        for name in [*stream_names, "post", "pre", "buffers"]:
+            while _get(cur, name) > 1 and not tracker.exhausted:
+                trial = _set(cur, name, _get(cur, name) - 1)
+                if trial.buffers < _others_max(trial):
+                    break
+                m, fps = run(trial, f"lower-{name}")
+                if fps >= floor:
+                    cur, m_cur, fps_cur, changed = trial, m, fps, True
+                else:
+                    break
+
+    # step 3: rebalance streams between the first and the last GPU stage, total kept
+    mains = [i for i, t in enumerate(types) if t == space.main_pe]
+    if len(mains) >= 2:
+        a, b = mains[0], mains[-1]
+        for give, take in ((a, b), (b, a)):
+            moved = False
+            while cur.streams[give] > 1 and not tracker.exhausted:
+                s = list(cur.streams)
+                s[give] -= 1
+                s[take] += 1
+                trial = cur.with_(streams=tuple(s))
+                if trial.buffers < _others_max(trial):
+                    break
+                m, fps = run(trial, "rebalance")
+                if fps > fps_cur:
+                    cur, m_cur, fps_cur, moved = trial, m, fps, True
+                else:
+                    break
+            if moved:
+                break
+    return FinetuneResult(cur, m_cur, start_fps, reference, points=len(tracker.seen) - 1,
+                          trajectory=tracker.trajectory)

@@ -1,0 +1,38 @@
+"""Turning a strategy's choices into a Configuration, with the thesis' buffer rule applied.
+
+Buffers are the frames in flight: a stage with more streams than buffers could never fill them, so
+every configuration the search proposes has buffers >= each stage's streams (the fine-tuner also
+keeps buffers >= pre/post threads).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from dse.configuration import Configuration
+from dse.errors import DseError
+
+BOUND_KEYS = ("pre", "post", "buffers", "streams")
+
+
+def check_bounds(bounds: Mapping[str, int]) -> dict[str, int]:
+    missing = [k for k in BOUND_KEYS if k not in bounds]
+    if missing:
+        raise DseError(f"parameter bounds lack {missing}; expected keys {list(BOUND_KEYS)}")
+    out = {k: int(bounds[k]) for k in BOUND_KEYS}
+    if any(v < 1 for v in out.values()):
+        raise DseError(f"parameter bounds must all be >= 1, got {out}")
+    return out
+
+
+def make_config(base: Configuration, option: str, cuts: Sequence[int], streams: Sequence[int], *,
+                pre: int, post: int, buffers: int) -> Configuration:
+    streams = tuple(int(s) for s in streams)
+    return base.with_(option=option, cuts=tuple(int(c) for c in cuts), streams=streams,
+                      pre_threads=int(pre), post_threads=int(post), buffers=max(int(buffers), max(streams)))
+
+
+def search_config(base: Configuration, option: str, cuts: Sequence[int], streams: Sequence[int],
+                  bounds: Mapping[str, int]) -> Configuration:
+    """The configuration cut search measures: threads and buffers at the maximizer's bounds."""
+    return make_config(base, option, cuts, streams, pre=bounds["pre"], post=bounds["post"],
+                       buffers=bounds["buffers"])

@@ -1,0 +1,83 @@
+"""The strategies' window on the evaluator: memoized asks, counts and a trajectory.
+
+``Probe`` wraps an ``Evaluator`` for a whole search run so a strategy never asks for the same
+configuration twice (even if the evaluator had no cache) and counts what was newly measured per
+phase. ``Tracker`` is one exploration's view of it: which cut tuples and configurations this
+exploration looked at, and its (step, fps, cuts) trajectory for plots.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from dse.configuration import Configuration
+from dse.measurement import Measurement
+from dse.search.space import Evaluator
+
+STRATEGY = "proposed"
+
+
+def score(m: Measurement) -> float:
+    """FPS of a measurement; a failed build or run scores 0 so the search simply moves on."""
+    return float(m.fps) if m.ok else 0.0
+
+
+class Probe:
+    """Memoizing front of an evaluator, shared by every phase of one search run."""
+
+    def __init__(self, evaluator: Evaluator, strategy: str = STRATEGY):
+        self.evaluator = evaluator
+        self.strategy = strategy
+        self._memo: dict[str, Measurement] = {}
+        self.new_by_phase: Counter[str] = Counter()
+
+    def measure(self, config: Configuration, phase: str) -> Measurement:
+        key = config.hash
+        m = self._memo.get(key)
+        if m is None:
+            m = self.evaluator.evaluate(config, phase=phase, strategy=self.strategy)
+            self._memo[key] = m
+            self.new_by_phase[phase] += 1
+        return m
+
+    @property
+    def measured(self) -> int:
+        return len(self._memo)
+
+
+def as_probe(evaluator: Evaluator | Probe, strategy: str = STRATEGY) -> Probe:
+    return evaluator if isinstance(evaluator, Probe) else Probe(evaluator, strategy)
+
+
+class TracePoint(NamedTuple):
+    """One configuration an exploration looked at, in order (first three fields: step, fps, cuts)."""
+
+    step: int
+    fps: float
+    cuts: tuple[int, ...]
+    kind: str
+    streams: tuple[int, ...]
+
+
+class Tracker:
+    """One exploration's record of the configurations and cut tuples it asked for."""
+
+    def __init__(self, probe: Probe, phase: str, budget: int):
+        self.probe = probe
+        self.phase = phase
+        self.budget = budget
+        self.seen: set[str] = set()
+        self.tuples: set[tuple[int, ...]] = set()
+        self.trajectory: list[TracePoint] = []
+
+    def measure(self, config: Configuration, kind: str) -> Measurement:
+        m = self.probe.measure(config, self.phase)
+        if config.hash not in self.seen:
+            self.seen.add(config.hash)
+            self.tuples.add(config.cuts)
+            self.trajectory.append(TracePoint(len(self.trajectory), score(m), config.cuts, kind, config.streams))
+        return m
+
+    @property
+    def exhausted(self) -> bool:
+        return len(self.seen) >= self.budget

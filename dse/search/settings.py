@@ -1,0 +1,86 @@
+"""Knobs of the proposed search (thesis Sec. 3.5), built from the Hydra `search` group.
+
+One frozen dataclass so a run records exactly which values it used (``to_dict``) and an unknown key
+in a user's override is an error that names the valid keys, not a silently ignored typo.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+from dse.errors import DseError, choices_error
+
+INITIAL_MODES = ("random", "balanced", "auto")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Defaults follow the thesis where it gives a value (K=10, L=10, T greedy from high to low)."""
+
+    seed: int = 0
+    # candidate cut set: feasible positions at least `sample_step` layers apart (0 = auto, ~n_layers/20)
+    sample_step: int = 0
+    top_k: int = 10                  # K of Algorithm 2 (1 when re-exploring from a reused tuple)
+    t0: float = 0.95                 # first GPU-utilization threshold T
+    t_step: float = 0.05             # greedy lowering step of T
+    t_min: float = 0.0               # lowest T tried before giving up on reaching L local searches
+    min_local_searches: int = 10     # L: local searches a full search must run
+    epsilon: float = 0.01            # maximizer: relative FPS gain that counts as an improvement
+    degradation: float = 0.01        # fine-tuner: allowed relative FPS loss while removing resources
+    max_pre: int = 8
+    max_post: int = 8
+    max_buffers: int = 32
+    max_streams: int = 8
+    dla_streams: int = 2             # streams of a single-DLA stage (a PND stage gets twice this)
+    dla_ratio: float = 2.8           # DLA/GPU time ratio assumed by the balanced initial tuple
+    cpu_ratio: float = 10.0          # CPU/GPU time ratio assumed by the balanced initial tuple
+    initial: str = "random"          # random | balanced (needs a GPU per-layer profile) | auto
+    max_tuples: int = 2000           # safety budget of configurations one exploration may ask for
+    options: tuple[str, ...] = ()    # mapping options to explore; empty = all of the platform
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", tuple(str(o) for o in (self.options or ())))
+        if self.initial not in INITIAL_MODES:
+            raise choices_error("search.initial", self.initial, INITIAL_MODES)
+        for name in ("top_k", "min_local_searches", "max_pre", "max_post", "max_buffers", "max_streams",
+                     "dla_streams", "max_tuples"):
+            if getattr(self, name) < 1:
+                raise DseError(f"search.{name} must be >= 1, got {getattr(self, name)}")
+        if self.sample_step < 0:
+            raise DseError(f"search.sample_step must be >= 0 (0 = automatic), got {self.sample_step}")
+        for name in ("epsilon", "degradation", "t_step"):
+            if not 0 <= getattr(self, name) < 1:
+                raise DseError(f"search.{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.t_step == 0:
+            raise DseError("search.t_step must be > 0")
+        if not self.t_min <= self.t0:
+            raise DseError(f"search.t_min ({self.t_min}) must not exceed search.t0 ({self.t0})")
+        if self.dla_ratio <= 0 or self.cpu_ratio <= 0:
+            raise DseError("search.dla_ratio and search.cpu_ratio must be > 0")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "SearchSettings":
+        """Build from a plain dict or an OmegaConf node; unknown keys are errors."""
+        d = dict(d or {})
+        valid = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in valid:
+                raise choices_error("search setting", key, valid)
+        if "options" in d and d["options"] is not None:
+            d["options"] = tuple(d["options"])
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["options"] = list(self.options)
+        return d
+
+    def with_(self, **changes) -> "SearchSettings":
+        return SearchSettings(**{**asdict(self), **changes})
+
+    def step_for(self, n_layers: int) -> int:
+        """The sampling step s: the configured one, or about n_layers/20 (Fig. 3.7 samples 15 layers by 3)."""
+        if self.sample_step:
+            return self.sample_step
+        return max(1, math.ceil(n_layers / 20))

@@ -1,0 +1,80 @@
+"""What a search strategy may know: the network's cut structure and the platform's mapping options.
+
+Strategies never see a backend. They ask an ``Evaluator`` for measurements (Optuna's sampler/study
+split): the evaluator owns caching, building engines and persistence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from dse.configuration import Configuration
+from dse.errors import DseError, choices_error
+from dse.measurement import Measurement
+
+STAGE_TYPES = ("GPU", "DLA", "PND", "CPU")
+
+
+class Evaluator(Protocol):
+    """Measures one configuration; implementations cache by ``config.hash`` (never measure twice)."""
+
+    def evaluate(self, config: Configuration, *, phase: str, strategy: str) -> Measurement: ...
+
+
+@dataclass
+class SearchSpace:
+    """Network + platform facts the strategies need, with no backend knowledge.
+
+    ``stage_pe_types`` maps each mapping option to its per-stage PE type; its length minus one is the
+    number of cuts of that option. ``main_pe`` names the PE whose utilization drives Algorithm 2.
+    """
+
+    n_layers: int
+    feasible_cuts: list[int]
+    check_cuts: Callable[[tuple[int, ...]], str | None]
+    stage_pe_types: dict[str, list[str]]
+    main_pe: str = "GPU"
+    gpu_layer_profile: Callable[[], list[float]] | None = None
+
+    def __post_init__(self):
+        self.feasible_cuts = sorted({int(c) for c in self.feasible_cuts if 0 <= int(c) < self.n_layers - 1})
+        for option, types in self.stage_pe_types.items():
+            if not types:
+                raise DseError(f"mapping option {option!r} has no stages")
+            for t in types:
+                if t not in STAGE_TYPES and t != self.main_pe:
+                    raise choices_error(f"stage PE type of option {option!r}", t, STAGE_TYPES)
+
+    @property
+    def options(self) -> list[str]:
+        return list(self.stage_pe_types)
+
+    def stages(self, option: str) -> list[str]:
+        try:
+            return list(self.stage_pe_types[option])
+        except KeyError:
+            raise choices_error("mapping option", option, self.stage_pe_types) from None
+
+    def n_cuts(self, option: str) -> int:
+        return len(self.stages(option)) - 1
+
+    def main_stages(self, option: str) -> list[int]:
+        """Indices of the stages that run on the main PE (GPU stages on a Jetson)."""
+        return [i for i, t in enumerate(self.stages(option)) if t == self.main_pe]
+
+    def main_only_option(self) -> str:
+        """The option that runs the whole network on the main PE (E on Xavier): the maximizer's option."""
+        for option, types in self.stage_pe_types.items():
+            if list(types) == [self.main_pe]:
+                return option
+        raise DseError(f"no mapping option runs the whole network on {self.main_pe}; options: "
+                       f"{', '.join(f'{o}={t}' for o, t in self.stage_pe_types.items())}")
+
+    def feasibility(self, cuts: Sequence[int]) -> str | None:
+        """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""
+        cuts = tuple(int(c) for c in cuts)
+        if list(cuts) != sorted(set(cuts)):
+            return f"cuts {list(cuts)} are not strictly increasing"
+        if cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1):
+            return f"cuts {list(cuts)} out of range 0..{self.n_layers - 2}"
+        return self.check_cuts(cuts)
