@@ -1,4 +1,6 @@
-# The exploration workflow: `snakemake --cores N` runs the default (yolov4 on the virtual Xavier).
+# The exploration workflow (thesis Fig. 3.6): analyze -> maximize -> explore_option (one job per
+# mapping option, global-only) -> select_option -> search (global + local) -> finetune -> report.
+# `snakemake --cores N` runs the default (yolov4, INT8, virtual Xavier AGX).
 # Overrides: --config overrides='[benchmark=yolov4,precision=fp16]'   benchmarks='[yolov4,yolov3]'
 import sys
 
@@ -13,12 +15,15 @@ except DseError as exc:
 
 wildcard_constraints:
     run=r".+/[a-z0-9]+-b\d+-\d+",
+    option=r"[A-Za-z0-9_-]+",
 
 
 include: "workflow/rules/analyze.smk"
+include: "workflow/rules/explore.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
-        expand("{run}/cuts.json", run=RUNS),
+        expand("{run}/report.md", run=list(RUNS)),
     default_target: True

@@ -111,7 +111,7 @@ def _explain_hydra_error(exc: Exception, overrides: list[str]) -> str:
             if valid and rest.split(".")[0] not in valid:
                 return f"unknown key {key!r} in override {o!r}; valid keys of {group}: {', '.join(valid)}"
         if "." not in key and ("not in struct" in msg or "Could not override" in msg) and key not in GROUPS:
-            top = ["precision", "batch", "seed", "results_dir", *GROUPS]
+            top = ["precision", "batch", "seed", "results_dir", "reuse_from", *GROUPS]
             if key not in top:
                 return f"unknown key {key!r} in override {o!r}; valid top-level keys: {', '.join(top)}"
     return f"bad configuration override: {msg}"

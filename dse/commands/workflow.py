@@ -1,19 +1,45 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
-STEPS = ("analyze",)
+STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report")
 
 
 def add_parser(sub):
     p = sub.add_parser("workflow", help="run one workflow step on a planned run directory (used by the Snakefile)")
     p.add_argument("step", choices=STEPS)
     p.add_argument("run", help="run directory, e.g. results/yolov4/xavier-agx-sim/int8-b1-416")
+    p.add_argument("--option", help="mapping option (explore)")
+    p.add_argument("--options", help="comma-separated explored options (select)")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
+    from dse.errors import DseError
+
     if args.step == "analyze":
         from dse.workflow.analyze import analyze_run
 
         s = analyze_run(args.run)
         print(f"{args.run}: {s['layers']} layers, {len(s['feasible_cuts'])} feasible cut positions")
+        return 0
+    if args.step == "report":
+        from dse.workflow.report import report
+
+        print(report(args.run))
+        return 0
+    from dse.workflow import phases
+
+    if args.step == "maximize":
+        phases.maximize(args.run)
+    elif args.step == "explore":
+        if not args.option:
+            raise DseError("workflow explore needs --option")
+        phases.explore_option(args.run, args.option)
+    elif args.step == "select":
+        if not args.options:
+            raise DseError("workflow select needs --options A,B,...")
+        phases.select_option(args.run, args.options.split(","))
+    elif args.step == "search":
+        phases.search(args.run)
+    elif args.step == "finetune":
+        phases.finetune(args.run)
     return 0

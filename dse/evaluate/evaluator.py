@@ -46,13 +46,15 @@ class Evaluator:
             self.history.append((phase, strategy, m))
             return m
         started = time.perf_counter()
+        before = self._built_counts()
         try:
             m = self.backend.measure(config)
         except Exception as exc:  # a backend bug or a board failure is a recorded failure, the search goes on
             m = Measurement.failed(config, f"{type(exc).__name__}: {exc}", backend=getattr(self.backend, "name", ""))
         if not m.measure_s:
             m.measure_s = time.perf_counter() - started
-        engines_built = getattr(self.backend, "last_engines_built", None)
+        after = self._built_counts()
+        engines_built = {pe: n - before.get(pe, 0) for pe, n in after.items() if n - before.get(pe, 0)}
         if self.store:
             append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed,
                                                 engines_built=engines_built)])
@@ -63,6 +65,12 @@ class Evaluator:
         if self.on_measure:
             self.on_measure(m, phase, strategy)
         return m
+
+    def _built_counts(self) -> dict[str, int]:
+        """Engines built so far per PE type by the backend's artifact cache (Table 3.7's built engines)."""
+        cache = getattr(self.backend, "engine_cache", None)
+        counts = getattr(cache, "counts", None) or {}
+        return {pe.upper(): int(c.get("built", 0)) for pe, c in counts.items()}
 
     def best(self) -> Measurement | None:
         ok = [m for m in self.cache.values() if m.ok]

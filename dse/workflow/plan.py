@@ -39,13 +39,32 @@ def config_parts(cfg: DictConfig) -> dict[str, dict]:
     }
 
 
-def plan_runs(snakemake_config: dict) -> list[str]:
-    """Compose one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override), write its parts."""
+def option_names(cfg: DictConfig) -> list[str]:
+    """The mapping options a run explores: search.options, else every option of the platform."""
+    if str(cfg.platform.backend) == "ort":
+        from dse.runtime.cpu_groups import host_platform
+
+        valid = list(host_platform(cfg.platform).options)
+    else:
+        from dse.platform import load_platform
+
+        valid = list(load_platform(cfg.platform).options)
+    wanted = [str(o) for o in (cfg.search.get("options") or [])]
+    for o in wanted:
+        if o not in valid:
+            raise DseError(f"search.options names unknown mapping option {o!r}; valid choices: {', '.join(valid)}")
+    return wanted or valid
+
+
+def plan_runs(snakemake_config: dict) -> dict[str, list[str]]:
+    """Compose one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override), write its parts.
+
+    Returns run directory -> the mapping options it explores (one explore_option job each)."""
     overrides = split_overrides(snakemake_config.get("overrides"))
     benchmarks = snakemake_config.get("benchmarks")
     if isinstance(benchmarks, str):
         benchmarks = split_overrides(benchmarks)
-    runs = []
+    runs: dict[str, list[str]] = {}
     for bench in benchmarks or [None]:
         extra = [] if bench is None else [f"benchmark={bench}"]
         cfg = compose_config(overrides + extra)
@@ -53,9 +72,9 @@ def plan_runs(snakemake_config: dict) -> list[str]:
         for part, content in config_parts(cfg).items():
             write_if_changed(rd / "config" / f"{part}.yaml", OmegaConf.to_yaml(OmegaConf.create(content)))
         write_if_changed(rd / "config.yaml", OmegaConf.to_yaml(cfg))
-        runs.append(str(rd))
-    if len(set(runs)) != len(runs):
-        raise DseError(f"two planned runs share a directory: {runs}")
+        if str(rd) in runs:
+            raise DseError(f"two planned runs share the directory {rd}")
+        runs[str(rd)] = option_names(cfg)
     return runs
 
 

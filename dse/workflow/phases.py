@@ -1,0 +1,218 @@
+"""One function per exploration rule (maximize, explore_option, select_option, search, finetune).
+
+Every phase measures through one Evaluator whose cache is seeded from all measurement files of the
+run (so no configuration is measured twice across phases or reruns) and which appends to the phase's
+own file in `<run>/cache/` (not a Snakemake output, so an interrupted job's measurements survive and
+the rerun resumes from them). Each phase writes its JSON result atomically at the end.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import onnx
+from omegaconf import OmegaConf
+
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.evaluate import Evaluator
+from dse.measurement import Measurement
+from dse.store.atomic import write_json_atomic, write_text_atomic
+
+
+def stage_pe_types(platform_cfg) -> dict[str, list[str]]:
+    """Per mapping option, the stage PE types the strategies reason about (GPU | DLA | PND | CPU)."""
+    if str(platform_cfg.backend) == "ort":
+        from dse.runtime.cpu_groups import host_platform
+
+        return {name: ["CPU"] * o.n_stages for name, o in host_platform(platform_cfg).options.items()}
+    from dse.platform import load_platform
+
+    platform = load_platform(platform_cfg)
+    out = {}
+    for name, option in platform.options.items():
+        out[name] = ["GPU" if s.pe_type == "gpu" else ("PND" if s.pnd else "DLA") for s in option.stages]
+    return out
+
+
+@dataclass
+class RunContext:
+    """A planned run directory with its config, network analysis, backend and base configuration."""
+
+    run: Path
+
+    @cached_property
+    def cfg(self):
+        from dse.workflow.plan import load_run_config
+
+        return load_run_config(self.run)
+
+    @cached_property
+    def analysis(self):
+        from dse.graph.analysis import NetworkAnalysis
+
+        path = self.run / "model.onnx"
+        if not path.exists():
+            raise DseError(f"{path} is missing: run the analyze step first")
+        return NetworkAnalysis(onnx.load(str(path)))
+
+    @cached_property
+    def backend(self):
+        from dse.backends import make_backend
+
+        return make_backend(self.cfg, self.analysis)
+
+    @cached_property
+    def settings(self):
+        from dse.search import SearchSettings
+
+        return SearchSettings.from_dict(OmegaConf.to_container(self.cfg.search, resolve=True))
+
+    @cached_property
+    def space(self):
+        from dse.search import SearchSpace
+
+        backend = self.backend
+        profile = None
+        if hasattr(backend, "gpu_layer_profile"):
+            cfg = self.cfg
+
+            def profile():
+                return backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch))
+        return SearchSpace(
+            n_layers=len(self.analysis.layers), feasible_cuts=self.analysis.feasible_cuts,
+            check_cuts=lambda cuts: self.analysis.check_cuts(list(cuts)),
+            stage_pe_types=stage_pe_types(self.cfg.platform),
+            main_pe=str(self.cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
+
+    @property
+    def base(self) -> Configuration:
+        cfg = self.cfg
+        return Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
+                             precision=str(cfg.precision), batch=int(cfg.batch),
+                             input_size=int(cfg.benchmark.input_size), model_digest=self.analysis.digest)
+
+    def options(self) -> list[str]:
+        return list(self.settings.options or self.space.options)
+
+    def evaluator(self, phase_file: str, label: str) -> Evaluator:
+        cache_dir = self.run / "cache"
+        store = cache_dir / f"{phase_file}.parquet"
+        others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
+        return Evaluator(self.backend, store, cache_files=others, seed=int(self.cfg.seed),
+                         on_measure=_progress(label))
+
+
+def _progress(label: str):
+    """A progress line every few measurements (stderr: the console, while the log keeps the summary)."""
+    state = {"n": 0, "best": 0.0}
+
+    def report(m: Measurement, phase: str, strategy: str) -> None:
+        state["n"] += 1
+        state["best"] = max(state["best"], m.fps if m.ok else 0.0)
+        if state["n"] % 10 == 1:
+            print(f"[{label}] {state['n']} measured, best {state['best']:.1f} FPS so far", file=sys.stderr,
+                  flush=True)
+    return report
+
+
+def _done(label: str, ev: Evaluator, best: float) -> None:
+    print(f"[{label}] done: {ev.measured} measured, {ev.reused} reused from cache, best {best:.1f} FPS",
+          file=sys.stderr, flush=True)
+
+
+def maximize(run: str | Path) -> dict:
+    from dse.search import maximize as maximize_params
+
+    ctx = RunContext(Path(run))
+    ev = ctx.evaluator("maximize", "maximize")
+    result = maximize_params(ev, ctx.base, ctx.settings, ctx.space.main_only_option())
+    out = result.to_dict()
+    write_json_atomic(ctx.run / "maximize.json", out)
+    _done("maximize", ev, out["fps"])
+    return out
+
+
+def explore_option(run: str | Path, option: str) -> dict:
+    """Global-only exploration of one mapping option (thesis: picks the option)."""
+    from dse.search import explore_option as explore
+
+    ctx = RunContext(Path(run))
+    if option not in ctx.space.options:
+        raise DseError(f"unknown mapping option {option!r}; valid choices: {', '.join(ctx.space.options)}")
+    bounds = json.loads((ctx.run / "maximize.json").read_text())["bounds"]
+    ev = ctx.evaluator(f"explore-{option}", f"explore {option}")
+    result = explore(ctx.space, ev, option, bounds, ctx.settings, "global", _reused_initial(ctx, option),
+                     base=ctx.base)
+    out = result.to_dict()
+    write_json_atomic(ctx.run / "options" / f"{option}.json", out)
+    _done(f"explore {option}", ev, out["fps"])
+    return out
+
+
+def _reused_initial(ctx: RunContext, option: str):
+    """Cuts of an earlier run's best for this option (`reuse_from=RUN_DIR`): the fast re-exploration (K = 1)."""
+    reuse = ctx.cfg.get("reuse_from")
+    if not reuse:
+        return None
+    path = Path(reuse) / "options" / f"{option}.json"
+    if not path.exists():
+        return None
+    cuts = json.loads(path.read_text())["best_config"]["cuts"]
+    return tuple(cuts) if cuts and ctx.analysis.check_cuts(list(cuts)) is None else None
+
+
+def select_option(run: str | Path, options: list[str]) -> dict:
+    from dse.search import select_option as pick
+
+    run = Path(run)
+    fps = {o: json.loads((run / "options" / f"{o}.json").read_text())["fps"] for o in options}
+    selected = pick(fps)
+    out = {"selected": selected, "option_fps": fps}
+    write_json_atomic(run / "selected.json", out)
+    print(f"[select] option {selected} ({fps[selected]:.1f} FPS) of " +
+          ", ".join(f"{o} {v:.1f}" for o, v in fps.items()), file=sys.stderr, flush=True)
+    return out
+
+
+def search(run: str | Path) -> dict:
+    """Global + local search (Algorithms 2 and 3) on the selected option."""
+    from dse.search import explore_option as explore
+
+    ctx = RunContext(Path(run))
+    selected = json.loads((ctx.run / "selected.json").read_text())["selected"]
+    bounds = json.loads((ctx.run / "maximize.json").read_text())["bounds"]
+    ev = ctx.evaluator("search", f"search {selected}")
+    mode = "full" if ctx.space.n_cuts(selected) else "global"
+    result = explore(ctx.space, ev, selected, bounds, ctx.settings, mode, _reused_initial(ctx, selected),
+                     base=ctx.base)
+    out = result.to_dict()
+    write_json_atomic(ctx.run / "search.json", out)
+    _done(f"search {selected}", ev, out["fps"])
+    return out
+
+
+def finetune(run: str | Path) -> dict:
+    """Fine-tune threads, buffers and streams of the search's best; write best.yaml."""
+    from dse.search import finetune as tune
+
+    ctx = RunContext(Path(run))
+    found = json.loads((ctx.run / "search.json").read_text())
+    start = Configuration.from_dict(found["best_config"])
+    ev = ctx.evaluator("finetune", "finetune")
+    result = tune(ctx.space, ev, start, ctx.settings)
+    m = result.measurement
+    best = {
+        "benchmark": ctx.base.benchmark, "platform": ctx.base.platform, "backend": ctx.backend.name,
+        "fps": float(m.fps), "latency_ms_p50": float(m.latency_ms_p50), "latency_ms_p99": float(m.latency_ms_p99),
+        "energy_j_per_frame": float(m.energy_j_per_frame), "power_w": float(m.power_w),
+        "util": {k: float(v) for k, v in m.util.items()}, "stage_ms": [float(x) for x in m.stage_ms],
+        "config_hash": result.config.hash, "config": result.config.to_dict(),
+        "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": int(ctx.cfg.seed),
+    }
+    write_text_atomic(ctx.run / "best.yaml", OmegaConf.to_yaml(OmegaConf.create(best)))
+    _done("finetune", ev, best["fps"])
+    return best

@@ -1,0 +1,72 @@
+# Measuring rules hold the board: `resources: board=1` (one measurement at a time per board;
+# run `snakemake --resources board=N` with a farm of N boards).
+
+rule maximize:
+    """Parameter maximizer on the main-PE-only option: upper bounds of threads, buffers, streams."""
+    input:
+        rules.analyze.output.cuts,
+        "{run}/config/platform.yaml",
+        "{run}/config/measure.yaml",
+        "{run}/config/search.yaml",
+    output:
+        "{run}/maximize.json",
+    log:
+        "{run}/logs/maximize.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow maximize {wildcards.run} 2> >(tee {log} >&2)"
+
+
+rule explore_option:
+    """Global-only cut-point search of one mapping option (Algorithm 2 without local search)."""
+    input:
+        "{run}/maximize.json",
+    output:
+        "{run}/options/{option}.json",
+    log:
+        "{run}/logs/explore-{option}.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow explore {wildcards.run} --option {wildcards.option} 2> >(tee {log} >&2)"
+
+
+rule select_option:
+    """The mapping option with the best FPS."""
+    input:
+        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=RUNS[wc.run]),
+    output:
+        "{run}/selected.json",
+    params:
+        options=lambda wc: ",".join(RUNS[wc.run]),
+    shell:
+        "{DSE} workflow select {wildcards.run} --options {params.options}"
+
+
+rule search:
+    """Global + local search (Algorithms 2 and 3) on the selected option, T lowered greedily."""
+    input:
+        "{run}/selected.json",
+    output:
+        "{run}/search.json",
+    log:
+        "{run}/logs/search.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow search {wildcards.run} 2> >(tee {log} >&2)"
+
+
+rule finetune:
+    """Fine-tuner: raise, then lower threads/buffers/streams within the allowed degradation."""
+    input:
+        "{run}/search.json",
+    output:
+        "{run}/best.yaml",
+    log:
+        "{run}/logs/finetune.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow finetune {wildcards.run} 2> >(tee {log} >&2)"
