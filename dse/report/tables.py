@@ -9,7 +9,7 @@ import pandas as pd
 DEFAULT_BOARD_COSTS = {"engine_build_s": {"GPU": 135.0, "DLA": 45.0, "CPU": 5.0}, "run_overhead_s": 10.0}
 
 
-def unique_tuples(frame: pd.DataFrame, phases=("explore", "search")) -> int:
+def unique_tuples(frame: pd.DataFrame, phases=("option-search", "full-search")) -> int:
     """Cut-point tuples measured by the cut-point explorer (thesis Table 3.4 counts unique tuples)."""
     sub = frame[frame["phase"].isin(phases)]
     return int(sub[["option", "cuts"]].drop_duplicates().shape[0])

@@ -129,7 +129,10 @@ def maximize(run: str | Path) -> dict:
 
     ctx = RunContext(Path(run))
     ev = ctx.evaluator("maximize", "maximize")
-    result = maximize_params(ev, ctx.base, ctx.settings, ctx.space.main_only_option())
+    main = ctx.space.main_only_option()
+    # Base(G): the whole network on the main PE, one context, no pre/post overlap (the JEDI baseline)
+    ev.evaluate(ctx.base.with_(option=main, streams=(1,)), phase="baseline", strategy="Base(G)")
+    result = maximize_params(ev, ctx.base, ctx.settings, main)
     out = result.to_dict()
     write_json_atomic(ctx.run / "maximize.json", out)
     _done("maximize", ev, out["fps"])

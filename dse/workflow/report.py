@@ -33,7 +33,7 @@ def report(run: str | Path) -> Path:
         "",
         markdown_table([best_row(best)]),
         f"Search found {best['search_fps']:.1f} FPS; fine-tuning reached {best['fps']:.1f} FPS."
-        + (f" Base(G)-like start (option E, 1 stream, 1 thread, 1 buffer): {base:.1f} FPS,"
+        + (f" Base(G) (main PE only, 1 stream, 1 thread each, 1 buffer): {base:.1f} FPS,"
            f" gain {100 * (best['fps'] / base - 1):+.0f} %." if base else ""),
         "",
         "## Mapping options (global search, thesis Fig. 3.8)",
@@ -60,8 +60,7 @@ def report(run: str | Path) -> Path:
 
 
 def _base_g(frame) -> float:
-    ok = frame[(frame["status"] == "ok") & (frame["option"] == "E") & (frame["streams"] == "1")
-               & (frame["buffers"] == 1) & (frame["pre_threads"] == 1) & (frame["post_threads"] == 1)]
+    ok = frame[(frame["status"] == "ok") & (frame["strategy"] == "Base(G)")]
     return float(ok["fps"].iloc[0]) if len(ok) else 0.0
 
 

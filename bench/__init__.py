@@ -1,0 +1,1 @@
+"""Speed and quality benchmarks (results in bench/results/, summarized in BENCHMARKS.md)."""

@@ -1,0 +1,280 @@
+"""The ``trt`` backend (orchestrator side): TensorRT engines per stage, measured by the board agent.
+
+``measure`` checks the configuration against the platform (the same rules as the sim), partitions the network,
+builds each stage's engine with ``dse.engines.trt`` into the engine cache (one DLA engine serves both cores;
+a PND stage loads it on DLA0 and DLA1), writes the agent's JSON config, runs
+``python3 -m dse.board measure --config cfg.json`` locally or over ssh (``platform.transport``), and turns the
+JSON it prints into a Measurement.
+
+Engines are built by the TensorRT of the process that runs this backend; over ssh they are copied into the
+board's ``workdir`` (so that TensorRT must match the board's: run the orchestrator in the board's JetPack
+container, or use ``transport.kind: local`` on the board).
+
+UNTESTED ON HARDWARE: no machine in this workplace has TensorRT or a Jetson. The pure parts (checks, agent
+config, commands, output parsing) are unit-tested.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.measurement import Measurement
+
+TRANSPORTS = ("local", "ssh")
+
+
+def transport_of(platform) -> dict:
+    """The platform's transport dict with defaults: kind local|ssh, host, user, python, workdir, port."""
+    raw = dict(getattr(platform, "raw", None) or {}).get("transport") or {}
+    t = {"kind": "local", "host": None, "user": None, "python": "python3", "workdir": None, "port": None,
+         "timeout_s": 1800}
+    t.update({k: v for k, v in dict(raw).items() if v is not None})
+    if t["kind"] not in TRANSPORTS:
+        from dse.errors import choices_error
+
+        raise choices_error("transport kind", t["kind"], TRANSPORTS)
+    if t["kind"] == "ssh" and not t["host"]:
+        raise DseError(f"platform {getattr(platform, 'name', '?')}: transport ssh needs a host")
+    return t
+
+
+def ssh_target(t: dict) -> str:
+    return f"{t['user']}@{t['host']}" if t.get("user") else str(t["host"])
+
+
+def agent_command(t: dict, config_path: str) -> list[str]:
+    """The command line that runs the agent on the board for ``config_path`` (a path on the board)."""
+    inner = [str(t.get("python") or "python3"), "-m", "dse.board", "measure", "--config", config_path]
+    if t["kind"] == "local":
+        return inner
+    remote = " ".join(shlex.quote(p) for p in inner)
+    if t.get("workdir"):
+        remote = f"cd {shlex.quote(str(t['workdir']))} && {remote}"
+    cmd = ["ssh", "-o", "BatchMode=yes"]
+    if t.get("port"):
+        cmd += ["-p", str(t["port"])]
+    return cmd + [ssh_target(t), remote]
+
+
+def parse_agent_output(stdout: str) -> dict:
+    """The agent's JSON result: the last line of stdout that parses as a JSON object."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise DseError(f"the board agent printed no JSON result; its output ended with: {stdout.strip()[-300:]!r}")
+
+
+def measurement_from_result(config: Configuration, result: dict, **extra) -> Measurement:
+    if result.get("status") != "ok":
+        m = Measurement.failed(config, str(result.get("reason") or "agent reported a failure"), backend="trt")
+    else:
+        m = Measurement(config=config, fps=float(result["fps"]),
+                        latency_ms_p50=float(result.get("latency_ms_p50", 0.0)),
+                        latency_ms_p99=float(result.get("latency_ms_p99", 0.0)),
+                        util={str(k): float(v) for k, v in (result.get("util") or {}).items()},
+                        cpu_util=float(result.get("cpu_util", 0.0)), power_w=float(result.get("power_w", 0.0)),
+                        energy_j_per_frame=float(result.get("energy_j_per_frame", 0.0)),
+                        stage_ms=[float(x) for x in result.get("stage_ms") or []],
+                        measure_s=float(result.get("measure_s", 0.0)), backend="trt")
+    for k, v in extra.items():
+        setattr(m, k, v)
+    return m
+
+
+def _load_board_platform(source):
+    """A Platform; a bare name is composed through Hydra, because the board profiles inherit their -sim twin."""
+    from dse.platform import load_platform
+
+    if isinstance(source, str) and not source.endswith((".yaml", ".yml")):
+        from dse.config import compose_config
+
+        source = compose_config([f"platform={source}"]).platform
+    return load_platform(source)
+
+
+class TrtBackend:
+    """Real measurements on a Jetson through the board agent. Constructed like ``SimBackend``."""
+
+    name = "trt"
+
+    def __init__(self, platform, source, *, preprocess: str = "resize", sample_size: int = 5000,
+                 warmup: int | None = None, seed: int = 0, input_size: int | None = None, engine_cache=None,
+                 benchmark: str = "", application: str = "yolo", model: str | None = None,
+                 image_dir: str | None = None, calibration=None, runner=None):
+        self.platform = _load_board_platform(platform)
+        self.transport = transport_of(self.platform)
+        self.analysis = source
+        self.preprocess = preprocess
+        self.sample_size = int(sample_size)
+        self.warmup = max(10, self.sample_size // 20) if warmup is None else int(warmup)
+        self.seed = int(seed)
+        self.input_size = input_size
+        self.engine_cache = engine_cache
+        self.benchmark = benchmark
+        self.application = application
+        self.model = model
+        self.image_dir = image_dir
+        self.calibration = calibration
+        self.runner = runner or subprocess.run
+
+    def check(self, config: Configuration) -> str | None:
+        p = self.platform
+        try:
+            config.validate()
+        except DseError as exc:
+            return str(exc)
+        if config.option not in p.options:
+            return f"unknown mapping option {config.option!r} for {p.name}; valid choices: {', '.join(sorted(p.options))}"
+        option = p.options[config.option]
+        if len(config.cuts) != option.n_stages - 1 or len(config.streams) != option.n_stages:
+            return (f"option {config.option} ({option.describe()}) has {option.n_stages} stage(s): it needs "
+                    f"{option.n_stages - 1} cut(s) and {option.n_stages} stream counts, got cuts {list(config.cuts)} "
+                    f"streams {list(config.streams)}")
+        for k, (spec, s) in enumerate(zip(option.stages, config.streams)):
+            if spec.pe_type == "dla" and config.precision == "fp32":
+                return f"stage {k} runs on a DLA, which runs fp16/int8 only, not fp32"
+            if spec.pnd and s < 2:
+                return f"stage {k} is PND (both DLAs) and needs at least 2 streams, got {s}"
+            if s > p.limits.max_streams_per_stage:
+                return f"stage {k}: at most {p.limits.max_streams_per_stage} streams, got {s}"
+        if config.cuts:
+            reason = self.analysis.check_cuts(list(config.cuts))
+            if reason:
+                return f"infeasible cuts {list(config.cuts)}: {reason}"
+        return None
+
+    def stage_pes(self, config: Configuration) -> list[list[tuple[str, str, int | None]]]:
+        """Per stage: [(PE name, PE type GPU|DLA, DLA core or None)], two entries for a PND stage."""
+        out = []
+        for spec in self.platform.option(config.option).stages:
+            pes = []
+            for name in self.platform.stage_pes(spec):
+                pe = self.platform.pes[name]
+                pes.append((name, pe.type.upper(), pe.core if pe.type == "dla" else None))
+            out.append(pes)
+        return out
+
+    def build_engines(self, config: Configuration) -> tuple[list[list[dict]], list[str], float]:
+        """Build (or reuse) every stage's engine; returns the agent's per-stage engine entries, keys, seconds."""
+        from dse.engines.base import StageSpec
+        from dse.engines.cache import EngineCache
+        from dse.engines.trt import TrtEngineBuilder
+        from dse.engines.trt_settings import TrtPlatform
+        from dse.graph.partition import partition
+
+        cache = self.engine_cache or EngineCache(Path("results") / "engines", self.platform.name)
+        builder = TrtEngineBuilder(TrtPlatform.from_platform(self.platform), calibration=self.calibration)
+        start = time.perf_counter()
+        stages = partition(self.analysis, tuple(config.cuts))
+        entries, keys = [], []
+        for st, pes in zip(stages, self.stage_pes(config)):
+            name, pe_type, core = pes[0]
+            spec = StageSpec(index=st.index, first_layer=st.first_layer, last_layer=st.last_layer,
+                             pe=name if len(pes) == 1 else "DLA", pe_type=pe_type, precision=config.precision,
+                             batch=config.batch, input_tensors=tuple(st.inputs), output_tensors=tuple(st.outputs))
+            artifact = builder.build(spec, st.model, cache)
+            keys.append(artifact.key)
+            entries.append([{"path": str(artifact.path), "pe": n, "dla_core": c} for n, _, c in pes])
+        return entries, keys, time.perf_counter() - start
+
+    def app_options(self, config: Configuration) -> dict:
+        options: dict[str, Any] = {"input_size": config.input_size, "batch": config.batch, "seed": self.seed,
+                                   "image_dir": self.image_dir}
+        if self.application == "yolo":
+            options["preprocess"] = self.preprocess
+            if self.model and not str(self.model).endswith(".onnx"):
+                # the agent cannot read cfgs through dse.zoo (onnx): send the anchors themselves
+                from dse.apps.yolo import cfg_anchors
+
+                anchors = cfg_anchors(str(self.model))
+                heads = sorted((n for n in self.analysis.outputs if n.startswith(("yolo_", "region_"))),
+                               key=lambda n: int(n.rsplit("_", 1)[1]))
+                if heads and all(int(h.rsplit("_", 1)[1]) in anchors for h in heads):
+                    options["anchors"] = [anchors[int(h.rsplit("_", 1)[1])] for h in heads]
+        return options
+
+    def agent_config(self, config: Configuration, engines: list[list[dict]]) -> dict:
+        return {"stages": [{"streams": s, "engines": e} for s, e in zip(config.streams, engines)],
+                "frames": self.sample_size, "warmup": self.warmup, "buffers": config.buffers,
+                "pre_threads": config.pre_threads, "post_threads": config.post_threads, "batch": config.batch,
+                "application": self.application, "app_options": self.app_options(config),
+                "inputs": {k: list(v) for k, v in self.analysis.inputs.items()},
+                "outputs": {k: list(v) for k, v in self.analysis.outputs.items()},
+                "tegrastats": {"enabled": True, "interval_ms": 100}, "zero_copy": None,
+                "timeout_s": float(self.transport.get("timeout_s", 1800))}
+
+    def run_agent(self, cfg: dict, tag: str) -> dict:
+        t = self.transport
+        workdir = Path(t["workdir"]) if t.get("workdir") and t["kind"] == "local" else Path.cwd()
+        local_dir = Path.cwd() / ".dse-agent"
+        local_dir.mkdir(exist_ok=True)
+        if t["kind"] == "ssh":
+            cfg = self._ship(cfg, local_dir)
+        path = local_dir / f"{tag}.json"
+        path.write_text(json.dumps(cfg, indent=1, sort_keys=True))
+        if t["kind"] == "ssh":
+            remote = f".dse-agent/{tag}.json"
+            self._scp([str(path)], remote)
+            cmd = agent_command(t, remote)
+        else:
+            cmd = agent_command(t, str(path))
+        proc = self.runner(cmd, capture_output=True, text=True, cwd=str(workdir),
+                           timeout=float(t.get("timeout_s", 1800)))
+        try:
+            return parse_agent_output(proc.stdout)
+        except DseError as exc:
+            raise DseError(f"{exc}; stderr: {proc.stderr.strip()[-500:]}") from None
+
+    def _ship(self, cfg: dict, local_dir: Path) -> dict:
+        """Copy engine files to ``workdir/.dse-agent/engines`` on the board; rewrite their paths."""
+        cfg = json.loads(json.dumps(cfg))
+        files = sorted({e["path"] for st in cfg["stages"] for e in st["engines"]})
+        self._ssh(["mkdir", "-p", ".dse-agent/engines"])
+        self._scp(files, ".dse-agent/engines/")
+        for st in cfg["stages"]:
+            for e in st["engines"]:
+                e["path"] = ".dse-agent/engines/" + Path(e["path"]).name
+        return cfg
+
+    def _ssh(self, argv: list[str]) -> None:
+        t = self.transport
+        remote = " ".join(shlex.quote(a) for a in argv)
+        if t.get("workdir"):
+            remote = f"cd {shlex.quote(str(t['workdir']))} && {remote}"
+        cmd = ["ssh", "-o", "BatchMode=yes"] + (["-p", str(t["port"])] if t.get("port") else [])
+        self.runner(cmd + [ssh_target(t), remote], check=True, capture_output=True, text=True)
+
+    def _scp(self, files: list[str], remote: str) -> None:
+        t = self.transport
+        dest = f"{ssh_target(t)}:{(str(t['workdir']).rstrip('/') + '/') if t.get('workdir') else ''}{remote}"
+        cmd = ["scp", "-q", "-o", "BatchMode=yes"] + (["-P", str(t["port"])] if t.get("port") else [])
+        self.runner(cmd + files + [dest], check=True, capture_output=True, text=True)
+
+    def measure(self, config: Configuration) -> Measurement:
+        reason = self.check(config)
+        if reason:
+            return Measurement.failed(config, reason, backend=self.name)
+        try:
+            engines, keys, build_s = self.build_engines(config)
+        except DseError as exc:
+            return Measurement.failed(config, f"engine build failed: {exc}", backend=self.name)
+        t0 = time.perf_counter()
+        try:
+            result = self.run_agent(self.agent_config(config, engines), config.hash)
+        except (DseError, OSError, subprocess.SubprocessError) as exc:
+            m = Measurement.failed(config, f"board agent failed: {exc}", backend=self.name)
+            m.engine_keys, m.build_s = keys, build_s
+            return m
+        dla = sum(1 for st in engines for e in st if e["dla_core"] is not None)
+        return measurement_from_result(config, result, engine_keys=keys, build_s=build_s,
+                                       measure_s=time.perf_counter() - t0, dla_loadables=dla)

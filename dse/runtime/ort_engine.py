@@ -1,0 +1,88 @@
+"""ONNX Runtime stage engines on CPU core groups (the executor of the ``ort`` backend).
+
+One InferenceSession per (stage, core group) with as many intra-op threads as the group has cores. The
+session is created on a thread pinned to the group, so ORT's intra-op pool threads inherit that affinity
+(Linux threads inherit their creator's mask); every context thread pins itself too. Spinning is off: the
+pool threads of one stage must not burn cycles that pre/post threads or a neighbour stage could use.
+Contexts (streams) share the session: ``InferenceSession.run`` is thread-safe, like TensorRT contexts
+sharing one engine.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from dse.runtime.engine import ThreadedContext, pin_current_thread
+
+
+def core_group_name(cores: Sequence[int]) -> str:
+    """PE name of a core group: (0,) -> 'CPU0', (0,1,2) -> 'CPU0-2', (0,2) -> 'CPU0,2'."""
+    cores = sorted(int(c) for c in cores)
+    if len(cores) == 1:
+        return f"CPU{cores[0]}"
+    if cores == list(range(cores[0], cores[-1] + 1)):
+        return f"CPU{cores[0]}-{cores[-1]}"
+    return "CPU" + ",".join(str(c) for c in cores)
+
+
+def make_session_options(threads: int, spinning: bool = False):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = max(1, int(threads))
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    so.log_severity_level = 3
+    return so
+
+
+class OrtStageEngine:
+    """A stage model loaded in ONNX Runtime on one CPU core group."""
+
+    def __init__(self, model, cores: Sequence[int], pe: str | None = None, spinning: bool = False):
+        """``model``: ModelProto, serialized bytes or a path (e.g. a cached optimized stage from dse.engines.ort)."""
+        self.cores = tuple(sorted(int(c) for c in cores))
+        self.pe = pe or core_group_name(self.cores)
+        data = model
+        if hasattr(model, "SerializeToString"):
+            data = model.SerializeToString()
+        elif isinstance(model, Path):
+            data = str(model)
+        box: dict = {}
+
+        def create():
+            pin_current_thread(self.cores)
+            try:
+                import onnxruntime as ort
+
+                box["session"] = ort.InferenceSession(data, make_session_options(len(self.cores), spinning),
+                                                      providers=["CPUExecutionProvider"])
+            except BaseException as exc:  # re-raised on the caller's thread
+                box["error"] = exc
+
+        t = threading.Thread(target=create, name=f"ort-init-{self.pe}", daemon=True)
+        t.start()
+        t.join()
+        if "error" in box:
+            raise box["error"]
+        self.session = box["session"]
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.output_names = [o.name for o in self.session.get_outputs()]
+
+    def infer(self, inputs: dict) -> dict:
+        feed = {n: inputs[n] for n in self.input_names}
+        values = self.session.run(self.output_names, feed)
+        # network outputs of earlier stages travel on to post-processing; this stage's inputs are used up
+        out = {k: v for k, v in inputs.items() if k not in feed}
+        out.update(zip(self.output_names, values))
+        return out
+
+    def create_context(self, index: int = 0) -> ThreadedContext:
+        return ThreadedContext(self.infer, self.pe, self.cores, name=f"{self.pe}-ctx{index}")
+
+    def close(self) -> None:
+        self.session = None

@@ -1,0 +1,174 @@
+"""The board agent: Python 3.8 grammar, allowed imports only, tegrastats parsing, the agent's measure path
+(with numpy stage engines standing in for TensorRT, which no machine here has), and the trt backend's pure parts."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dse.board import agent
+from dse.board.tegrastats import parse_line
+from dse.runtime.engine import FunctionEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+# everything the agent imports from this repository (dse.board plus the shared runtime and applications)
+AGENT_FILES = sorted(ROOT.glob("dse/board/*.py")) + [ROOT / f"dse/runtime/{n}.py" for n in
+                                                     ("__init__", "pipeline", "engine", "metrics")] + \
+    sorted(ROOT.glob("dse/apps/*.py")) + [ROOT / "dse/__init__.py", ROOT / "dse/errors.py"]
+
+
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_agent_files_parse_with_python38_grammar(path):
+    ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
+
+
+def test_agent_imports_only_stdlib_numpy_tensorrt():
+    """Import the agent in a fresh interpreter that refuses every third-party module but numpy/tensorrt."""
+    code = r'''
+import sys, importlib.abc
+allowed_third = {"numpy", "tensorrt", "PIL"}
+std = set(sys.stdlib_module_names)
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        top = name.split(".")[0]
+        if top in std or top in allowed_third or top == "dse" or top.startswith("_"):
+            return None
+        raise ImportError("agent imported forbidden module " + name)
+sys.meta_path.insert(0, Block())
+import dse.board.__main__, dse.board.agent, dse.board.tegrastats, dse.board.cuda, dse.board.trt_engine
+import dse.apps, dse.runtime.pipeline
+print("ok")
+'''
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+XAVIER = ("RAM 5000/31920MB (lfb 5x4MB) SWAP 0/15960MB CPU [12%@2265,5%@2265,off,off,off,off,3%@2265,1%@2265] "
+          "EMC_FREQ 4%@2133 GR3D_FREQ 61%@1377 APE 150 MTS fg 0% bg 0% AO@38C GPU@40C "
+          "POM_5V_GPU 3421/3421 POM_5V_CPU 1234/1200 POM_5V_SOC 1500/1500 POM_5V_CV 0/0 POM_5V_SYS5V 2000/2000")
+XAVIER_ISSUE = "RAM 1/2MB GPU 17%@1377 POM_5V_GPU 3421/3421 POM_5V_CPU 1234/1200"
+ORIN = ("04-01-2024 10:00:00 RAM 3000/62800MB (lfb 4x4MB) CPU [1%@729,2%@729] GR3D_FREQ 45%@[1300,0] "
+        "cpu@45C VDD_GPU_SOC 4000mW/4000mW VDD_CPU_CV 800mW/800mW VIN_SYS_5V0 3000mW/3000mW "
+        "VDDQ_VDD2_1V8AO 500mW/500mW")
+NX = "RAM 1/2MB GR3D_FREQ 0% VDD_IN 5000/5100 VDD_CPU_GPU_CV 1000/1000 VDD_SOC 900/900"
+
+
+def test_tegrastats_xavier_orin_and_input_rail(tmp_path):
+    lines = tmp_path / "tegrastats.log"
+    lines.write_text("\n".join([XAVIER, XAVIER_ISSUE, ORIN, NX]) + "\n")
+    x, xi, o, nx = (parse_line(l) for l in lines.read_text().splitlines())
+    assert x["rails_mw"] == {"POM_5V_GPU": 3421, "POM_5V_CPU": 1234, "POM_5V_SOC": 1500, "POM_5V_CV": 0,
+                             "POM_5V_SYS5V": 2000}
+    assert x["power_w"] == pytest.approx(8.155) and x["gpu_util"] == pytest.approx(0.61)
+    assert xi["power_w"] == pytest.approx(4.655) and xi["gpu_util"] == pytest.approx(0.17)
+    assert set(o["rails_mw"]) == {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"}
+    assert o["power_w"] == pytest.approx(8.3) and o["gpu_util"] == pytest.approx(0.45)
+    assert nx["power_w"] == pytest.approx(5.0)  # the module's input rail, not the sum
+    assert parse_line("no rails here")["power_w"] is None
+
+
+def _numpy_engine_factory(path, pe, dla_core, zero_copy):
+    """Stage 'engines' computed with numpy from a .npz 'engine' file: a fixed projection of the input."""
+    spec = np.load(path)
+    w = spec["w"]
+
+    def run(inputs):
+        if "in" in spec.files:
+            x = inputs[str(spec["in"])]
+            out = {k: v for k, v in inputs.items() if k != str(spec["in"])}
+            out[str(spec["out"])] = 1 / (1 + np.exp(-np.tensordot(x.mean(axis=(2, 3)), w, axes=1)))
+            return out
+        raise AssertionError("bad engine file")
+
+    class E(FunctionEngine):
+        pass
+
+    return E(lambda x: _reshape(run(x), spec), pe)
+
+
+def _reshape(out, spec):
+    name = str(spec["out"])
+    out[name] = out[name].reshape(tuple(spec["shape"])).astype(np.float32)
+    return out
+
+
+def test_agent_measure_runs_the_shared_pipeline(tmp_path):
+    shape = [1, 2 * (5 + 3), 4, 4]
+    eng = tmp_path / "s0.npz"
+    np.savez(eng, w=np.random.default_rng(0).standard_normal((3, int(np.prod(shape)))).astype(np.float32),
+             **{"in": "images", "out": "yolo_5", "shape": np.array(shape)})
+    cfg = {"stages": [{"streams": 2, "engines": [{"path": str(eng), "pe": "DLA0", "dla_core": 0},
+                                                 {"path": str(eng), "pe": "DLA1", "dla_core": 1}]}],
+           "frames": 30, "warmup": 3, "buffers": 3, "pre_threads": 2, "post_threads": 1, "batch": 1,
+           "application": "yolo", "app_options": {"input_size": 32, "anchors": [[[8, 8], [16, 16]]]},
+           "inputs": {"images": [1, 3, 32, 32]}, "outputs": {"yolo_5": shape},
+           "tegrastats": {"enabled": False}}
+    res = agent.measure(cfg, engine_factory=_numpy_engine_factory)
+    assert res["status"] == "ok", res
+    assert res["fps"] > 0 and res["frames"] == 30 and set(res["util"]) == {"DLA0", "DLA1"}
+    json.dumps(res)  # JSON-able
+    bad = dict(cfg, stages=[{"streams": 1, "engines": []}])
+    assert agent.measure(bad)["status"] == "failed" and "one engine" in agent.measure(bad)["reason"]
+    missing = agent.measure(dict(cfg, stages=[{"streams": 1, "engines": [{"path": str(tmp_path / "no.engine")}]}]))
+    assert missing["status"] == "failed" and "loading failed" in missing["reason"]
+
+
+def test_agent_cli_prints_one_json_line(tmp_path):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"stages": []}))
+    out = subprocess.run([sys.executable, "-m", "dse.board", "measure", "--config", str(cfg)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 1
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["status"] == "failed" and "lacks" in res["reason"]
+
+
+def test_trt_backend_pure_parts(tmp_path):
+    from dse.backends.trt import TrtBackend, agent_command, measurement_from_result, parse_agent_output, transport_of
+    from dse.configuration import Configuration
+    from dse.config import compose_config
+    from dse.errors import DseError
+    from dse.graph.analysis import analyze
+    from dse.zoo import build_network
+
+    t = {"kind": "ssh", "host": "xavier", "user": "nvidia", "python": "python3", "workdir": "/home/nvidia/dse",
+         "port": 2222}
+    cmd = agent_command(t, ".dse-agent/x.json")
+    assert cmd[:5] == ["ssh", "-o", "BatchMode=yes", "-p", "2222"] and cmd[5] == "nvidia@xavier"
+    assert cmd[6] == "cd /home/nvidia/dse && python3 -m dse.board measure --config .dse-agent/x.json"
+    assert agent_command({"kind": "local", "python": "python3"}, "c.json") == [
+        "python3", "-m", "dse.board", "measure", "--config", "c.json"]
+    assert parse_agent_output('TensorRT warning\n{"status": "ok", "fps": 3}\n') == {"status": "ok", "fps": 3}
+    with pytest.raises(DseError, match="no JSON"):
+        parse_agent_output("Segmentation fault\n")
+
+    cfg = compose_config(["platform=xavier-agx", "benchmark=tiny-detector"])
+    a = analyze(build_network("tiny-detector"))
+    from dse.engines.cache import EngineCache
+
+    be = TrtBackend(cfg.platform, a, sample_size=50, model="tiny-detector",
+                    engine_cache=EngineCache(tmp_path / "engines", "xavier-agx"))
+    assert transport_of(be.platform)["kind"] == "local"
+    c = Configuration("tiny-detector", "xavier-agx", option="PND-A", cuts=(a.feasible_cuts[3],), streams=(4, 1),
+                      precision="int8", input_size=64)
+    assert be.check(c) is None
+    assert "PND" in be.check(c.with_(streams=(1, 1)))
+    assert "fp32" in be.check(c.with_(precision="fp32"))
+    assert be.stage_pes(c) == [[("DLA0", "DLA", 0), ("DLA1", "DLA", 1)], [("GPU", "GPU", None)]]
+    engines = [[{"path": "s0.engine", "pe": "DLA0", "dla_core": 0}, {"path": "s0.engine", "pe": "DLA1", "dla_core": 1}],
+               [{"path": "s1.engine", "pe": "GPU", "dla_core": None}]]
+    ac = be.agent_config(c, engines)
+    assert agent.check_config(ac) is None and ac["stages"][0]["streams"] == 4
+    assert len(ac["app_options"]["anchors"]) == 2  # anchors travel in the config: the agent has no dse.zoo
+    m = measurement_from_result(c, {"status": "ok", "fps": 120.0, "util": {"GPU": 0.5}, "power_w": 20.0,
+                                    "energy_j_per_frame": 0.166, "stage_ms": [3.0, 2.0]}, engine_keys=["k"])
+    assert m.ok and m.fps == 120.0 and m.power_w == 20.0 and m.engine_keys == ["k"]
+    assert measurement_from_result(c, {"status": "failed", "reason": "no DLA"}).reason == "no DLA"
+    # without TensorRT here the build fails: a failed measurement with the reason, not a crash
+    m = be.measure(c.with_(precision="fp16"))
+    assert m.status == "failed" and "TensorRT" in m.reason

@@ -1,0 +1,111 @@
+"""The Snakemake workflow for real, on a tiny network in a temp dir: end to end, rerun is a no-op,
+an override reruns only what depends on it, a killed run resumes from the measurement cache, and a bad
+override fails before any job runs."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
+FAST = "[benchmark=tiny-detector,search.options=[E,A,PND-A],benchmark.sample_size=300]"
+
+
+def _workdir(tmp_path: Path) -> Path:
+    for name in ("Snakefile", "workflow", "config"):
+        os.symlink(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+def snakemake(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def _jobs(proc: subprocess.CompletedProcess) -> list[str]:
+    text = proc.stdout + proc.stderr
+    return sorted(line.split("rule ", 1)[1].rstrip(":").strip() for line in text.splitlines()
+                  if line.strip().startswith(("rule ", "localrule ")) and line.strip().endswith(":"))
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    wd = _workdir(tmp_path_factory.mktemp("wf"))
+    proc = snakemake(wd, "--config", f"overrides={FAST}")
+    return wd, proc
+
+
+def test_end_to_end_outputs(finished):
+    wd, proc = finished
+    run = wd / RUN
+    for name in ("model.onnx", "layers.parquet", "cuts.json", "maximize.json", "options/E.json", "options/A.json",
+                 "options/PND-A.json", "selected.json", "search.json", "best.yaml", "report.md",
+                 "measurements.parquet", "plots/fps_per_option.png", "plots/trajectory.png", "config.yaml"):
+        assert (run / name).exists(), name
+    best = yaml.safe_load((run / "best.yaml").read_text())
+    frame = pd.read_parquet(run / "measurements.parquet")
+    assert best["fps"] > 0 and best["config"]["option"] in ("E", "A", "PND-A")
+    assert frame["config_hash"].is_unique, "a configuration was measured twice"
+    assert set(frame["phase"]) >= {"baseline", "maximize", "option-search", "finetune"}
+    assert best["fps"] >= frame.loc[frame["strategy"] == "Base(G)", "fps"].max()
+    report = (run / "report.md").read_text()
+    assert "Best configuration" in report and "Exploration cost" in report
+    assert "[maximize]" in proc.stderr  # progress lines
+
+
+def test_rerun_is_a_noop(finished):
+    wd, _ = finished
+    proc = snakemake(wd, "--config", f"overrides={FAST}")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_override_reruns_only_dependents(finished):
+    wd, _ = finished
+    proc = snakemake(wd, "-n", "--config", f"overrides={FAST[:-1]},search.degradation=0.05]")
+    jobs = _jobs(proc)
+    assert "analyze" not in jobs
+    assert "maximize" in jobs and "finetune" in jobs
+
+
+def test_bad_override_fails_before_any_job(tmp_path):
+    wd = _workdir(tmp_path)
+    proc = snakemake(wd, "--config", "overrides=[benchmark=nope]", check=False)
+    assert proc.returncode != 0
+    assert "unknown benchmark 'nope'; valid choices:" in proc.stdout + proc.stderr
+    assert not (wd / "results").exists()
+
+
+def test_resume_after_interruption(tmp_path):
+    wd = _workdir(tmp_path)
+    args = ["--config", "overrides=[benchmark=tiny-detector,benchmark.sample_size=300]"]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", *args]
+    proc = subprocess.Popen(cmd, cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    cache = wd / RUN / "cache"
+    deadline = time.time() + 300
+    while time.time() < deadline:  # wait until the option searches have measured something
+        files = list(cache.glob("explore-*.parquet")) if cache.exists() else []
+        if files and sum(len(pd.read_parquet(f)) for f in files) >= 5:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = pd.concat([pd.read_parquet(f) for f in cache.glob("*.parquet")])
+    assert len(before) >= 5 and not (wd / RUN / "best.yaml").exists()
+    shutil.rmtree(wd / ".snakemake" / "locks", ignore_errors=True)
+    done = snakemake(wd, "--rerun-incomplete", *args)
+    after = pd.read_parquet(wd / RUN / "measurements.parquet")
+    assert after["config_hash"].is_unique
+    assert set(before["config_hash"]) <= set(after["config_hash"])
+    # the resumed jobs reused what the killed run had measured
+    assert "reused from cache" in done.stderr
