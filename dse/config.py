@@ -91,6 +91,10 @@ def compose_config(overrides=None) -> DictConfig:
         GlobalHydra.instance().clear()
     OmegaConf.resolve(cfg)
     OmegaConf.set_struct(cfg, False)
+    supported = cfg.platform.get("precisions")
+    explicit = any(o.split("=", 1)[0].lstrip("+~") == "precision" for o in overrides)
+    if supported and not explicit and cfg.precision not in supported:
+        cfg.precision = str(supported[0])  # e.g. host-cpu runs fp32 graphs: the benchmark's int8 default does not apply
     cfg.benchmark.precision = cfg.precision
     cfg.benchmark.batch = cfg.batch
     validate(cfg)

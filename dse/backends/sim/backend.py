@@ -1,0 +1,283 @@
+"""SimBackend: measure a Configuration on a virtual board (cost model -> DES -> power -> noise).
+
+It checks exactly what a real board or TensorRT would refuse (unknown option, stage/stream mismatch,
+infeasible cuts, FP32 on a DLA, too many DLA loadables, DLA batch limit) and returns a failed
+Measurement with the reason instead of a number. It exposes what a board exposes: a per-layer GPU
+profile (like TensorRT's IProfiler), one time per DLA stage, utilizations, power.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dse.backends.sim.cost import CostModel, StageCost
+from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
+from dse.backends.sim.layers import LayerTable, frame_of, layer_table
+from dse.backends.sim.noise import factor, noise_rng
+from dse.backends.sim.power import board_power_w, freq_factor
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.measurement import Measurement
+from dse.platform import Platform, load_platform
+
+# simulated engine build seconds (GPU builds are much slower than DLA builds, thesis 3.6.4.4)
+_BUILD_S = {"gpu": (25.0, 0.12), "dla": (6.0, 0.02)}  # (fixed, per layer)
+
+
+@dataclass
+class Planned:
+    """A configuration turned into stage costs and the DES input (everything but the simulation)."""
+
+    stages: list[StageCost]
+    runtimes: list[StageRuntime]
+    pre_us: float
+    post_us: float
+    loadables: int
+    fallback_layers: int
+
+
+class SimBackend:
+    """Virtual board for one network. ``source``: a NetworkAnalysis, a layer DataFrame or a LayerTable."""
+
+    name = "sim"
+
+    def __init__(self, platform, source, *, preprocess: str = "resize", sample_size: int = 5000,
+                 warmup: int | None = None, seed: int = 0, input_size: int | None = None,
+                 engine_cache=None, benchmark: str = ""):
+        self.platform: Platform = load_platform(platform)
+        self.analysis = None
+        if isinstance(source, LayerTable):
+            self.table = source
+        elif hasattr(source, "layers") and hasattr(source, "to_frame"):
+            self.analysis = source
+            self.table = layer_table(frame_of(source), digest=getattr(source, "digest", None))
+        else:
+            self.table = layer_table(source)
+        self.preprocess = preprocess
+        self.sample_size = int(sample_size)
+        self.warmup = warmup
+        self.seed = int(seed)
+        self.input_size = int(input_size or self._guess_input_size())
+        self.engine_cache = engine_cache
+        self.benchmark = benchmark
+        self._models: dict[int, CostModel] = {}
+
+    # ---- setup -----------------------------------------------------------------------------------
+    def _guess_input_size(self) -> int:
+        if self.analysis is not None and getattr(self.analysis, "inputs", None):
+            shape = next(iter(self.analysis.inputs.values()))
+            if len(shape) == 4 and shape[-1]:
+                return int(shape[-1])
+        side = math.sqrt(max(self.table.input_bytes, 1.0) / 12.0)  # 3 channels of fp32
+        return int(round(side)) or 416
+
+    def cost_model(self, input_size: int | None = None) -> CostModel:
+        size = int(input_size or self.input_size)
+        model = self._models.get(size)
+        if model is None:
+            model = CostModel(self.platform, self.table, scale=(size / self.input_size) ** 2)
+            self._models[size] = model
+        return model
+
+    # ---- what a board exposes ----------------------------------------------------------------------
+    def gpu_layer_profile(self, precision: str, batch: int = 1, input_size: int | None = None) -> list[float]:
+        """Per-layer GPU time in ms (fused layers report 0), like TensorRT's IProfiler. No DLA equivalent."""
+        return (self.cost_model(input_size).gpu_layer_profile_us(precision, batch) / 1000.0).tolist()
+
+    # ---- planning ---------------------------------------------------------------------------------------
+    def _check(self, config: Configuration) -> str | None:
+        p = self.platform
+        try:
+            config.validate()
+        except DseError as exc:
+            return str(exc)
+        if config.option not in p.options:
+            return f"unknown mapping option {config.option!r} for {p.name}; valid choices: {', '.join(sorted(p.options))}"
+        option = p.options[config.option]
+        if len(config.cuts) != option.n_stages - 1:
+            return (f"option {config.option} ({option.describe()}) has {option.n_stages} stage(s) and needs "
+                    f"{option.n_stages - 1} cut(s), got {list(config.cuts)}")
+        if len(config.streams) != option.n_stages:
+            return (f"option {config.option} has {option.n_stages} stage(s) but streams {list(config.streams)} "
+                    f"has {len(config.streams)} entries")
+        n = self.table.n
+        if config.cuts and (config.cuts[0] < 0 or config.cuts[-1] > n - 2):
+            return f"cuts {list(config.cuts)} out of range: a cut is a layer index in 0..{n - 2}"
+        if config.cuts and self.analysis is not None:
+            try:
+                reason = self.analysis.check_cuts(list(config.cuts))
+            except DseError as exc:
+                reason = str(exc)
+            if reason:
+                return f"infeasible cuts {list(config.cuts)}: {reason}"
+        if (config.model_digest and self.analysis is not None and getattr(self.analysis, "digest", "")
+                and config.model_digest != self.analysis.digest and config.model_digest != self.table.digest):
+            return f"configuration is for model {config.model_digest[:12]}, this backend holds {self.table.digest[:12]}"
+        for k, (spec, s) in enumerate(zip(option.stages, config.streams)):
+            if spec.pe_type == "dla":
+                if config.precision not in p.precisions_of("dla"):
+                    return (f"stage {k + 1} is on a DLA, which cannot run {config.precision.upper()} "
+                            f"(supports {', '.join(sorted(p.precisions_of('dla')))})")
+                if p.dla_rules and config.batch > p.dla_rules.max_batch:
+                    return f"batch {config.batch} exceeds the DLA maximum batch {p.dla_rules.max_batch}"
+                if spec.pnd and s < 2:
+                    return f"stage {k + 1} is PND (two DLA cores) and needs at least 2 streams, got {s}"
+            elif config.precision not in p.precisions_of("gpu"):
+                return f"the GPU of {p.name} cannot run {config.precision}"
+            if s > p.limits.max_streams_per_stage:
+                return f"stage {k + 1} has {s} streams, more than the limit {p.limits.max_streams_per_stage}"
+        return None
+
+    def plan(self, config: Configuration) -> Planned:
+        """Stage costs and the runtime layout of a (checked) configuration."""
+        p = self.platform
+        option = p.options[config.option]
+        cm = self.cost_model(config.input_size)
+        bounds = [-1, *config.cuts, self.table.n - 1]
+        freqs = _freqs(config)
+        gpu_f = 1.0 / freq_factor(p, p.main_pe, freqs.get(p.main_pe))
+        dla_f = 1.0 / freq_factor(p, p.dla_pes()[0].name, freqs.get("DLA")) if p.dla_pes() else 1.0
+        stages, runtimes = [], []
+        loadables = fallback = 0
+        dla_names = [d.name for d in p.dla_pes()]
+        for k, spec in enumerate(option.stages):
+            sc = cm.stage(bounds[k] + 1, bounds[k + 1], spec.pe_type, config.precision, config.batch)
+            stages.append(sc)
+            phases = [(ph.resource, ph.us * (gpu_f if ph.resource == "gpu" else dla_f), ph.occupancy)
+                      for ph in sc.phases]
+            s = config.streams[k]
+            if spec.pe_type == "gpu":
+                cores = [None] * s
+            elif spec.pnd:
+                cores = [i % 2 for i in range(s)]  # streams alternate between the two cores
+            else:
+                cores = [dla_names.index(p.dla_pe(spec.core or 0).name)] * s
+            runtimes.append(StageRuntime(phases=phases, stream_cores=cores, label=spec.label()))
+            if spec.pe_type == "dla":
+                loadables += sc.loadables * (2 if spec.pnd else 1)
+                fallback += sc.fallback_layers
+        size = config.input_size
+        pre = p.prepost.pre_us(size, config.batch, self.preprocess)
+        boxes = int(self.table.boxes * (size / self.input_size) ** 2)
+        post = p.prepost.post_us(boxes, config.batch)
+        cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
+        return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback)
+
+    def _limit_reason(self, config: Configuration, planned: Planned) -> str | None:
+        lim = self.platform.limits
+        option = self.platform.options[config.option]
+        per_core: dict[int, int] = {}
+        for spec, sc in zip(option.stages, planned.stages):
+            if spec.pe_type != "dla":
+                continue
+            for core in ((0, 1) if spec.pnd else (spec.core or 0,)):
+                per_core[core] = per_core.get(core, 0) + sc.loadables
+        if lim.max_dla_loadables_total is not None and planned.loadables > lim.max_dla_loadables_total:
+            return (f"{planned.loadables} DLA loadables (GPU fallback of {planned.fallback_layers} layer(s) splits the "
+                    f"DLA stages) exceed the platform limit of {lim.max_dla_loadables_total}")
+        if lim.max_dla_loadables_per_core is not None:
+            for core, count in per_core.items():
+                if count > lim.max_dla_loadables_per_core:
+                    return f"{count} loadables on DLA{core} exceed the limit of {lim.max_dla_loadables_per_core} per core"
+        return None
+
+    # ---- measuring --------------------------------------------------------------------------------------------
+    def sim_input(self, config: Configuration, planned: Planned, trace: bool = False,
+                  frames: int | None = None) -> SimInput:
+        p = self.platform
+        buffers_total = max(1, math.ceil(self.sample_size / config.batch))
+        n = frames or min(buffers_total, p.max_sim_frames)
+        warm = self.warmup if self.warmup is not None else p.warmup_frames
+        warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
+        rng_seed = int(noise_rng(self.seed, config.hash).integers(0, 2**31 - 1))
+        return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
+                        post_threads=config.post_threads, buffers=config.buffers, cpu_cores=p.cpu_cores,
+                        cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
+                        frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace)
+
+    def measure(self, config: Configuration, *, trace: bool = False) -> Measurement:
+        meas, _ = self.measure_with_trace(config, trace=trace)
+        return meas
+
+    def measure_with_trace(self, config: Configuration, *, trace: bool = False) -> tuple[Measurement, SimResult | None]:
+        t0 = time.perf_counter()
+        reason = self._check(config)
+        if reason:
+            return Measurement.failed(config, reason, backend=self.name), None
+        planned = self.plan(config)
+        reason = self._limit_reason(config, planned)
+        if reason:
+            m = Measurement.failed(config, reason, backend=self.name)
+            m.dla_loadables, m.fallback_layers = planned.loadables, planned.fallback_layers
+            return m, None
+        engine_keys, build_s = self._engines(config, planned)
+        res = simulate(self.sim_input(config, planned, trace=trace))
+        m = self._to_measurement(config, planned, res)
+        m.engine_keys, m.build_s = engine_keys, build_s
+        m.measure_s = time.perf_counter() - t0
+        return m, res
+
+    def _to_measurement(self, config: Configuration, planned: Planned, res: SimResult) -> Measurement:
+        """stage_ms is each stage's time for one frame alone (like Fig. 3.12), the rest comes from the DES."""
+        p = self.platform
+        rng = noise_rng(self.seed, config.hash)
+        rng.integers(0, 2**31 - 1)  # the DES seed drawn in sim_input
+        sigma = p.noise_sigma
+        fps = res.buffers_per_s * config.batch * factor(rng, sigma)
+        lat_noise = factor(rng, sigma)
+        p50 = float(np.percentile(res.latencies_us, 50)) / 1000.0 * lat_noise
+        p99 = float(np.percentile(res.latencies_us, 99)) / 1000.0 * lat_noise
+        util = {p.main_pe: round(res.gpu_busy, 4)}
+        for d, busy in zip(p.dla_pes(), res.dla_busy):
+            util[d.name] = round(busy, 4)
+        cpu_util = min(1.0, res.cpu_busy_cores / p.cpu_cores)
+        util["CPU"] = round(cpu_util, 4)
+        freqs = _freqs(config)
+        load = {p.main_pe: res.gpu_load}
+        for d, busy in zip(p.dla_pes(), res.dla_busy):
+            load[d.name] = busy
+        pe_freqs = {p.main_pe: freqs.get(p.main_pe)}
+        for d in p.dla_pes():
+            pe_freqs[d.name] = freqs.get("DLA")
+        power = board_power_w(p, load, res.cpu_busy_cores, pe_freqs, freqs.get("CPU")) * factor(rng, sigma / 2)
+        return Measurement(
+            config=config, status="ok", reason="", fps=round(fps, 3), latency_ms_p50=round(p50, 4),
+            latency_ms_p99=round(p99, 4), util=util, cpu_util=round(cpu_util, 4), power_w=round(power, 3),
+            energy_j_per_frame=round(power / fps, 6) if fps > 0 else 0.0,
+            stage_ms=[round(sum(ph[1] for ph in rt.phases) / 1000.0 * lat_noise, 4) for rt in planned.runtimes],
+            dla_loadables=planned.loadables,
+            fallback_layers=planned.fallback_layers, backend=self.name)
+
+    def _engines(self, config: Configuration, planned: Planned) -> tuple[list[str], float]:
+        """Sim engines (stage cost summaries) through the engine cache; simulated build seconds for new ones."""
+        if self.engine_cache is None:
+            return [], 0.0
+        from dse.engines.sim import build_stage_engine
+
+        keys, build_s = [], 0.0
+        for sc in planned.stages:
+            art = build_stage_engine(self.engine_cache, self.platform, self.table.digest, sc, config)
+            keys.append(art.key)
+            if art.built:
+                fixed, per = _BUILD_S[sc.pe_type]
+                build_s += fixed + per * (sc.last - sc.first + 1)
+        return keys, build_s
+
+
+def _freqs(config: Configuration) -> dict[str, float | None]:
+    """DVFS settings from ``config.extra`` (gpu_mhz, dla_mhz, cpu_mhz); None = the maximum (MAXN)."""
+    extra = dict(config.extra)
+
+    def get(key):
+        return float(extra[key]) if key in extra else None
+
+    return {"GPU": get("gpu_mhz"), "DLA": get("dla_mhz"), "CPU": get("cpu_mhz")}
+
+
+def _cpu_factor(p: Platform, mhz: float | None) -> float:
+    if not mhz or not p.cpu_freq_mhz:
+        return 1.0
+    return mhz / max(p.cpu_freq_mhz)

@@ -1,0 +1,239 @@
+"""Cost model: time of a layer range (one pipeline stage) on a GPU or a DLA core.
+
+Per layer: roofline-ish ``max(compute, memory) + launch`` with an efficiency per op kind (grouped and
+depthwise convolutions are poor, worst on the DLA), TensorRT-like fusion (an activation folded into its
+convolution costs nothing), free concatenation. A DLA stage is split at every layer the DLA cannot run
+(GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat. The result of a
+stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES executes in order.
+Per-layer arrays are cached per (PE type, precision, batch) as prefix sums: a stage costs O(segments).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dse.backends.sim.layers import LayerTable
+from dse.platform import PECost, Platform
+
+BYTES_SCALE = {"fp32": 1.0, "fp16": 0.5, "int8": 0.25}
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One piece of a stage execution: on the GPU (sharing it, with an occupancy) or on the stage's DLA core."""
+
+    resource: str        # "gpu" | "dla"
+    us: float
+    occupancy: float = 1.0
+    label: str = ""
+
+
+@dataclass
+class StageCost:
+    first: int
+    last: int
+    pe_type: str
+    phases: tuple[Phase, ...]
+    loadables: int = 0
+    fallback_layers: int = 0
+    fallback_ids: list[int] = field(default_factory=list)
+
+    @property
+    def total_us(self) -> float:
+        return float(sum(p.us for p in self.phases))
+
+    @property
+    def gpu_us(self) -> float:
+        return float(sum(p.us for p in self.phases if p.resource == "gpu"))
+
+    @property
+    def dla_us(self) -> float:
+        return float(sum(p.us for p in self.phases if p.resource == "dla"))
+
+    def summary(self) -> dict:
+        return {"first": self.first, "last": self.last, "pe_type": self.pe_type, "total_us": self.total_us,
+                "gpu_us": self.gpu_us, "dla_us": self.dla_us, "loadables": self.loadables,
+                "fallback_layers": self.fallback_layers,
+                "phases": [[p.resource, round(p.us, 3), round(p.occupancy, 4), p.label] for p in self.phases]}
+
+
+@dataclass
+class _PerLayer:
+    t: np.ndarray        # us per layer (whole batch)
+    occ_t: np.ndarray    # t * occupancy
+    cum_t: np.ndarray    # prefix sums with a leading 0
+    cum_occ: np.ndarray
+
+
+class CostModel:
+    """Stage costs of one network (a LayerTable) on one platform; ``scale`` rescales spatial sizes."""
+
+    def __init__(self, platform: Platform, table: LayerTable, scale: float = 1.0):
+        self.platform = platform
+        self.table = table
+        self.scale = float(scale)
+        self._cache: dict[tuple, _PerLayer] = {}
+        self.dla_ok = self._dla_support()
+        self._unsupported = np.flatnonzero(~self.dla_ok)
+
+    # ---- per layer -------------------------------------------------------------------------------
+    def _dla_support(self) -> np.ndarray:
+        t, rules = self.table, self.platform.dla_rules
+        ok = np.ones(t.n, dtype=bool)
+        if rules is None:
+            return ~ok
+        for i in range(t.n):
+            name, op = t.names[i].lower(), t.op_types[i]
+            if op not in rules.supported_ops or t.kind[i] == "head":
+                ok[i] = False
+            elif any(name.startswith(p) for p in rules.unsupported_name_prefixes):
+                ok[i] = False
+            elif t.kernel[i] > rules.max_kernel:
+                ok[i] = False
+            elif op == "Concat" and int(t.concat_axis[i]) not in (rules.concat_axis, rules.concat_axis - 4):
+                ok[i] = False
+        return ok
+
+    def per_layer(self, pe_type: str, precision: str, batch: int) -> _PerLayer:
+        key = (pe_type, precision, int(batch))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        c: PECost = self.platform.cost.for_type(pe_type)
+        t = self.table
+        s, b = self.scale, int(batch)
+        bscale = BYTES_SCALE.get(precision, 1.0)
+        peak = c.peak_gmacs.get(precision) or max(c.peak_gmacs.values())
+        batch_eff = 1.0 + c.batch_gain * math.log2(max(b, 1))
+        eff = np.array([c.efficiency.get(k, c.efficiency.get("conv", 0.4)) if k.startswith("conv") or k == "gemm"
+                        else 1.0 for k in t.kind])
+        if c.channel_atom > 0:  # narrow outputs (DenseNet growth 32) fill a compute tile only partly
+            narrow = np.clip(np.where(t.out_channels > 0, t.out_channels, c.channel_atom) / c.channel_atom, 0.05, 1.0)
+            eff = np.where(eff < 1.0, eff * narrow ** c.channel_exponent, eff)
+        compute = np.where(eff < 1.0 + 1e-12, t.macs * b * s / (peak * 1e3 * eff * batch_eff), 0.0)
+        is_eltwise = np.array([k in ("eltwise", "head") for k in t.kind])
+        compute = np.where(is_eltwise, 0.0, compute)
+        mem_bytes = (t.in_bytes + t.out_bytes) * b * s * bscale + t.param_bytes * bscale
+        bw = c.bandwidth_gbs * 1e3 * np.where(is_eltwise, c.eltwise_bw_factor, 1.0)
+        mem = mem_bytes / bw
+        work = np.maximum(compute, mem)
+        is_concat = np.array([op == "Concat" for op in t.op_types])
+        # a concat is free when producers write into its buffer; chained concats (DenseNet) copy
+        concat_us = t.out_bytes * b * s * bscale * c.concat_copy / (c.bandwidth_gbs * 1e3)
+        work = np.where(is_concat, concat_us, work)
+        free = (np.array([k == "free" for k in t.kind]) & ~is_concat) | t.fused
+        total = np.where(free, 0.0, work + np.where(is_concat, 0.0, c.launch_us))
+        if c.saturation_elems > 0:
+            occ = np.clip(t.out_elems * b * s / c.saturation_elems, c.min_occupancy, 1.0)
+        else:
+            occ = np.ones(t.n)
+        occ_t = np.where(free, 0.0, work * occ + c.launch_us * c.min_occupancy)
+        out = _PerLayer(t=total, occ_t=occ_t, cum_t=np.concatenate([[0.0], np.cumsum(total)]),
+                        cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]))
+        self._cache[key] = out
+        return out
+
+    def gpu_layer_profile_us(self, precision: str, batch: int) -> np.ndarray:
+        return self.per_layer("gpu", precision, batch).t.copy()
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def _range(self, pl: _PerLayer, a: int, b: int) -> tuple[float, float]:
+        """(time, occupancy-weighted time) of layers a..b inclusive."""
+        return float(pl.cum_t[b + 1] - pl.cum_t[a]), float(pl.cum_occ[b + 1] - pl.cum_occ[a])
+
+    def boundary_bytes(self, cut: int) -> float:
+        """fp32 bytes per image crossing a cut after layer ``cut`` (-1 = the network input)."""
+        if cut < 0:
+            return self.table.input_bytes * self.scale
+        return float(self.table.crossing_bytes[cut]) * self.scale
+
+    def reformat_us(self, cut: int, precision: str, batch: int) -> float:
+        c = self.platform.cost
+        nbytes = self.boundary_bytes(cut) * batch * BYTES_SCALE.get(precision, 1.0)
+        return c.reformat_fixed_us + nbytes / (c.reformat_bandwidth_gbs * 1e3)
+
+    def _reformat_occ(self, cut: int, batch: int) -> float:
+        g = self.platform.cost.gpu
+        if g.saturation_elems <= 0:
+            return 1.0
+        return float(np.clip(self.boundary_bytes(cut) / 4.0 * batch / g.saturation_elems, g.min_occupancy, 1.0))
+
+    # ---- stages ----------------------------------------------------------------------------------
+    def gpu_stage(self, first: int, last: int, precision: str, batch: int) -> StageCost:
+        pl = self.per_layer("gpu", precision, batch)
+        g = self.platform.cost.gpu
+        t, ot = self._range(pl, first, last)
+        extra = g.per_inference_us + (self.platform.cost.boundary_us if first > 0 else 0.0)
+        total = t + extra
+        occ = (ot + extra * g.min_occupancy) / total if total > 0 else g.min_occupancy
+        return StageCost(first, last, "gpu", (Phase("gpu", total, occ, "infer"),))
+
+    def dla_runs(self, first: int, last: int) -> list[tuple[bool, int, int]]:
+        """Maximal runs (on_dla, a, b) of layers first..last split at unsupported layers."""
+        runs: list[tuple[bool, int, int]] = []
+        lo = int(np.searchsorted(self._unsupported, first))
+        hi = int(np.searchsorted(self._unsupported, last, side="right"))
+        cur = first
+        for u in self._unsupported[lo:hi]:
+            u = int(u)
+            if u > cur:
+                runs.append((True, cur, u - 1))
+            if runs and not runs[-1][0] and runs[-1][2] == u - 1:
+                runs[-1] = (False, runs[-1][1], u)
+            else:
+                runs.append((False, u, u))
+            cur = u + 1
+        if cur <= last:
+            runs.append((True, cur, last))
+        return runs
+
+    def dla_stage(self, first: int, last: int, precision: str, batch: int) -> StageCost:
+        pd = self.per_layer("dla", precision, batch)
+        pg = self.per_layer("gpu", precision, batch)
+        d = self.platform.cost.dla
+        g = self.platform.cost.gpu
+        phases: list[Phase] = []
+        loadables = fallback = 0
+        fallback_ids: list[int] = []
+
+        def add_gpu(us: float, occ_us: float, label: str):
+            if phases and phases[-1].resource == "gpu":
+                prev = phases[-1]
+                tot = prev.us + us
+                occ = (prev.us * prev.occupancy + occ_us) / tot if tot > 0 else prev.occupancy
+                phases[-1] = Phase("gpu", tot, occ, prev.label + "+" + label)
+            else:
+                phases.append(Phase("gpu", us, occ_us / us if us > 0 else g.min_occupancy, label))
+
+        boundary = self.platform.cost.boundary_us if first > 0 else 0.0
+        runs = self.dla_runs(first, last)
+        for k, (on_dla, a, b) in enumerate(runs):
+            if on_dla:
+                r = self.reformat_us(a - 1, precision, batch) + (boundary if k == 0 else 0.0)
+                add_gpu(r, r * self._reformat_occ(a - 1, batch), "reformat")
+                t, _ = self._range(pd, a, b)
+                phases.append(Phase("dla", t + d.per_inference_us, 1.0, f"loadable{loadables}"))
+                loadables += 1
+            else:
+                t, ot = self._range(pg, a, b)
+                extra = g.per_inference_us * 0.5
+                if k == 0:
+                    extra += boundary
+                add_gpu(t + extra, ot + extra * g.min_occupancy, "fallback")
+                fallback += b - a + 1
+                fallback_ids.extend(range(a, b + 1))
+        if runs and runs[-1][0]:
+            r = self.reformat_us(last, precision, batch)
+            add_gpu(r, r * self._reformat_occ(last, batch), "reformat")
+        return StageCost(first, last, "dla", tuple(phases), loadables=loadables, fallback_layers=fallback,
+                         fallback_ids=fallback_ids)
+
+    def stage(self, first: int, last: int, pe_type: str, precision: str, batch: int) -> StageCost:
+        if pe_type == "gpu":
+            return self.gpu_stage(first, last, precision, batch)
+        return self.dla_stage(first, last, precision, batch)
+
+    def whole_network_us(self, pe_type: str, precision: str, batch: int = 1) -> float:
+        return self.stage(0, self.table.n - 1, pe_type, precision, batch).total_us

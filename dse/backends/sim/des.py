@@ -1,0 +1,309 @@
+"""Discrete-event simulation of the pipelined runtime (the JEDI semantics of thesis Ch. 3.3).
+
+- ``buffers`` tokens: a frame holds one from the start of its pre-processing to the end of its post-processing.
+- pre/post threads are CPU tasks; a task's duration is fixed when it starts, slowed by the number of busy
+  CPU threads (shared DRAM, and time-slicing beyond the core count).
+- every stage has S streams (execution contexts); a stream takes the next frame from the stage's FIFO and
+  runs the stage's phases in order. GPU phases share the GPU by processor sharing with occupancies: a job
+  with occupancy o runs at rate min(1, 1/sum(o)); small kernels overlap, big ones saturate it. DLA phases
+  queue for their core, which runs one task at a time (so 2 contexts per DLA hide the GPU-side reformats).
+- a PND stage's streams are split between the two DLA cores.
+The unit of work is one buffer (a batch of images). Utilizations are integrated over the measured window.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class StageRuntime:
+    phases: list[tuple[str, float, float]]     # (resource "gpu"|"dla", us, occupancy)
+    stream_cores: list[int | None]             # per stream: DLA core index, None for a GPU stage
+    label: str = ""
+
+
+@dataclass
+class SimInput:
+    pre_us: float
+    post_us: float
+    pre_threads: int
+    post_threads: int
+    buffers: int
+    cpu_cores: int
+    cpu_contention: float
+    stages: list[StageRuntime]
+    n_dla: int
+    frames: int
+    warmup: int
+    task_sigma: float = 0.0
+    seed: int = 0
+    trace: bool = False
+
+
+@dataclass
+class SimResult:
+    buffers_per_s: float
+    latencies_us: np.ndarray
+    gpu_busy: float
+    gpu_load: float
+    dla_busy: list[float]
+    cpu_busy_cores: float
+    stage_service_us: list[float]
+    pre_service_us: float
+    post_service_us: float
+    window_us: float
+    trace: list[tuple] = field(default_factory=list)
+
+
+def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept in one place for speed
+    n_total = inp.warmup + inp.frames
+    n_st = len(inp.stages)
+    rng = np.random.default_rng(inp.seed)
+    if inp.task_sigma > 0:
+        jit = rng.lognormal(0.0, inp.task_sigma, size=(n_total, n_st + 2))
+    else:
+        jit = np.ones((n_total, n_st + 2))
+    jit = jit.tolist()
+    cores, contention = max(1, inp.cpu_cores), inp.cpu_contention
+    trace = [] if inp.trace else None
+
+    heap: list = []
+    seq = 0
+    now = 0.0
+    # integrals
+    last_t = 0.0
+    gpu_busy_i = gpu_load_i = cpu_i = 0.0
+    dla_i = [0.0] * inp.n_dla
+    snap = None
+
+    free_buf = inp.buffers
+    next_frame = 0
+    idle_pre, idle_post = inp.pre_threads, inp.post_threads
+    stage_q = [deque() for _ in range(n_st)]
+    post_q: deque = deque()
+    idle_streams = [list(range(len(s.stream_cores)))[::-1] for s in inp.stages]
+    dla_busy = [False] * inp.n_dla
+    dla_q = [deque() for _ in range(inp.n_dla)]
+    gpu_jobs: dict[int, list] = {}
+    gpu_occ = 0.0
+    gpu_rate = 1.0
+    gpu_last = 0.0
+    gpu_version = 0
+    cpu_active = 0
+    start_t = [0.0] * n_total
+    done_t = [0.0] * n_total
+    done = 0
+    stage_service = [0.0] * n_st
+    stage_count = [0] * n_st
+    pre_service = post_service = 0.0
+    pre_count = post_count = 0
+    job_id = 0
+
+    def push(t, kind, payload):
+        nonlocal seq
+        seq += 1
+        heapq.heappush(heap, (t, seq, kind, payload))
+
+    def cpu_start(kind, f):
+        nonlocal cpu_active
+        cpu_active += 1
+        n = cpu_active
+        slow = (1.0 + contention * (n - 1)) * (n / cores if n > cores else 1.0)
+        if kind == 0:
+            dur = inp.pre_us * jit[f][0] * slow
+            start_t[f] = now
+        else:
+            dur = inp.post_us * jit[f][1] * slow
+        push(now + dur, 0, (kind, f, now))
+
+    def try_pre():
+        nonlocal idle_pre, free_buf, next_frame
+        while idle_pre and free_buf and next_frame < n_total:
+            idle_pre -= 1
+            free_buf -= 1
+            cpu_start(0, next_frame)
+            next_frame += 1
+
+    def try_post():
+        nonlocal idle_post
+        while idle_post and post_q:
+            idle_post -= 1
+            cpu_start(1, post_q.popleft())
+
+    def gpu_advance():
+        nonlocal gpu_last
+        if gpu_jobs:
+            d = (now - gpu_last) * gpu_rate
+            if d:
+                for j in gpu_jobs.values():
+                    j[0] -= d
+        gpu_last = now
+
+    def gpu_reschedule():
+        nonlocal gpu_rate, gpu_version
+        gpu_version += 1
+        if not gpu_jobs:
+            return
+        gpu_rate = 1.0 / gpu_occ if gpu_occ > 1.0 else 1.0
+        rem = min(j[0] for j in gpu_jobs.values())
+        push(now + max(rem, 0.0) / gpu_rate, 2, gpu_version)
+
+    def run_phase(job):
+        """job = [frame, stage, stream, phase index, phase start]"""
+        nonlocal gpu_occ, job_id
+        f, k, s, idx = job[0], job[1], job[2], job[3]
+        st = inp.stages[k]
+        if idx == len(st.phases):
+            idle_streams[k].append(s)
+            if st.stream_cores[s] is not None:
+                core_jobs[st.stream_cores[s]] -= 1
+            if k + 1 < n_st:
+                stage_q[k + 1].append(f)
+                dispatch(k + 1)
+            else:
+                post_q.append(f)
+                try_post()
+            dispatch(k)
+            return
+        res, us, occ = st.phases[idx]
+        job[4] = now
+        if res == "gpu":
+            gpu_advance()
+            job_id += 1
+            gpu_jobs[job_id] = [us * jit[f][2 + k], occ, job]
+            gpu_occ += occ
+            gpu_reschedule()
+        else:
+            c = st.stream_cores[s]
+            if dla_busy[c]:
+                dla_q[c].append(job)
+            else:
+                dla_start(c, job)
+
+    def dla_start(c, job):
+        dla_busy[c] = True
+        job[4] = now
+        res, us, occ = inp.stages[job[1]].phases[job[3]]
+        push(now + us * jit[job[0]][2 + job[1]], 1, (c, job))
+
+    core_jobs = [0] * inp.n_dla  # frames currently inside a DLA stage, per core
+
+    def dispatch(k):
+        q, idle = stage_q[k], idle_streams[k]
+        cores_of = inp.stages[k].stream_cores
+        while idle and q:
+            if cores_of[0] is None or len(idle) == 1:
+                s = idle.pop()
+            else:  # a free context on the least loaded DLA core (PND balances its two engines)
+                pos = min(range(len(idle)), key=lambda i: (core_jobs[cores_of[idle[i]]], -i))
+                s = idle.pop(pos)
+            if cores_of[s] is not None:
+                core_jobs[cores_of[s]] += 1
+            run_phase([q.popleft(), k, s, 0, now])
+
+    def phase_done(job):
+        f, k = job[0], job[1]
+        if f >= inp.warmup:
+            stage_service[k] += now - job[4]
+            if job[3] == len(inp.stages[k].phases) - 1:
+                stage_count[k] += 1
+        if trace is not None:
+            res = inp.stages[k].phases[job[3]][0]
+            if res == "gpu":
+                lane = f"GPU stage{k + 1} ctx{job[2]}"
+            else:
+                lane = f"DLA{inp.stages[k].stream_cores[job[2]]} stage{k + 1} ctx{job[2]}"
+            trace.append((lane, f, job[4], now, f"stage{k + 1}"))
+        job[3] += 1
+        run_phase(job)
+
+    try_pre()
+    while heap:
+        t, _, kind, payload = heapq.heappop(heap)
+        if kind == 2 and payload != gpu_version:
+            continue
+        # integrate utilization up to t
+        dt = t - last_t
+        if dt > 0:
+            if gpu_jobs:
+                gpu_busy_i += dt
+                gpu_load_i += dt * (gpu_occ if gpu_occ < 1.0 else 1.0)
+            cpu_i += dt * (cpu_active if cpu_active < cores else cores)
+            for c in range(inp.n_dla):
+                if dla_busy[c]:
+                    dla_i[c] += dt
+            last_t = t
+        now = t
+        if kind == 0:
+            ck, f, t0 = payload
+            cpu_active -= 1
+            if ck == 0:
+                idle_pre += 1
+                if f >= inp.warmup:
+                    pre_service += now - t0
+                    pre_count += 1
+                if trace is not None:
+                    trace.append(("CPU pre", f, t0, now, "pre"))
+                stage_q[0].append(f)
+                dispatch(0)
+                try_pre()
+            else:
+                idle_post += 1
+                free_buf += 1
+                if f >= inp.warmup:
+                    post_service += now - t0
+                    post_count += 1
+                if trace is not None:
+                    trace.append(("CPU post", f, t0, now, "post"))
+                done_t[f] = now
+                done += 1
+                if done == inp.warmup:
+                    snap = (now, gpu_busy_i, gpu_load_i, cpu_i, list(dla_i))
+                if done == n_total:
+                    break
+                try_post()
+                try_pre()
+        elif kind == 1:
+            c, job = payload
+            dla_busy[c] = False
+            if dla_q[c]:
+                dla_start(c, dla_q[c].popleft())
+            phase_done(job)
+        else:
+            gpu_advance()
+            finished = [jid for jid, j in gpu_jobs.items() if j[0] <= 1e-6]
+            jobs = []
+            for jid in finished:
+                j = gpu_jobs.pop(jid)
+                gpu_occ -= j[1]
+                jobs.append(j[2])
+            if not gpu_jobs:
+                gpu_occ = 0.0
+            gpu_reschedule()
+            for job in jobs:
+                phase_done(job)
+
+    if snap is None:
+        snap = (0.0, 0.0, 0.0, 0.0, [0.0] * inp.n_dla)
+    t0, g0, l0, c0, d0 = snap
+    window = max(now - t0, 1e-9)
+    measured = [f for f in range(inp.warmup, n_total)]
+    # frames finish out of order: throughput over the frames completed after the warm-up snapshot
+    lat = np.array([done_t[f] - start_t[f] for f in measured])
+    return SimResult(
+        buffers_per_s=inp.frames / (window * 1e-6),
+        latencies_us=lat,
+        gpu_busy=min(1.0, (gpu_busy_i - g0) / window),
+        gpu_load=min(1.0, (gpu_load_i - l0) / window),
+        dla_busy=[min(1.0, (dla_i[c] - d0[c]) / window) for c in range(inp.n_dla)],
+        cpu_busy_cores=(cpu_i - c0) / window,
+        stage_service_us=[stage_service[k] / max(stage_count[k], 1) for k in range(n_st)],
+        pre_service_us=pre_service / max(pre_count, 1),
+        post_service_us=post_service / max(post_count, 1),
+        window_us=window,
+        trace=trace or [],
+    )

@@ -1,0 +1,88 @@
+"""`dse measure`: measure one configuration on the configured platform's backend (sim by default)."""
+from __future__ import annotations
+
+import json
+
+from dse.errors import DseError
+
+
+def _int_list(text: str, what: str) -> tuple[int, ...]:
+    text = (text or "").strip()
+    if text in ("", "-"):
+        return ()
+    try:
+        return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+    except ValueError:
+        raise DseError(f"--{what} must be comma-separated integers (e.g. 87 or 30,45), got {text!r}") from None
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "measure", help="measure one configuration (FPS, latency, utilization, power)",
+        description="Measure one pipelined configuration. Positional Hydra overrides pick the benchmark, "
+                    "platform, precision, batch, input size: e.g. benchmark=yolov4 precision=int8 batch=4.")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides key=value")
+    p.add_argument("--option", default="E", help="mapping option of the platform (E, A, PND-A, ...)")
+    p.add_argument("--cuts", default="", help="cut points, comma-separated (last layer of every stage but the last)")
+    p.add_argument("--streams", default="", help="streams per stage, comma-separated (default: 1 per stage)")
+    p.add_argument("--pre", type=int, default=1, help="pre-processing threads")
+    p.add_argument("--post", type=int, default=1, help="post-processing threads")
+    p.add_argument("--buffers", type=int, default=1, help="frames in flight between pre- and post-processing")
+    p.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    p.add_argument("--gantt", metavar="PNG", help="draw the simulated steady-state schedule (sim backend)")
+    p.set_defaults(func=run)
+
+
+def build_backend(cfg):
+    """The sim backend for a composed config (the network analysis is built/loaded through dse.network)."""
+    from dse.backends.sim import SimBackend
+    from dse.network import load_analysis
+
+    analysis = load_analysis(cfg)
+    b = cfg.benchmark
+    return SimBackend(cfg.platform, analysis, preprocess=str(b.preprocess), sample_size=int(b.sample_size),
+                      seed=int(cfg.seed), input_size=int(b.input_size), benchmark=str(b.name)), analysis
+
+
+def run(args) -> int:
+    from dse.config import compose_config
+    from dse.configuration import Configuration
+
+    cfg = compose_config(args.overrides)
+    backend_name = str(cfg.platform.get("backend", "sim"))
+    if backend_name != "sim":
+        raise DseError(f"platform {cfg.platform.name} uses backend {backend_name!r}; this command measures on 'sim' "
+                       f"platforms (valid choices: sim)")
+    cuts = _int_list(args.cuts, "cuts")
+    streams = _int_list(args.streams, "streams") or (1,) * (len(cuts) + 1)
+    backend, analysis = build_backend(cfg)
+    config = Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name), option=args.option,
+                           cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
+                           post_threads=args.post, precision=str(cfg.precision), batch=int(cfg.batch),
+                           input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
+    m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
+    if args.gantt and res is not None:
+        from dse.report.gantt import draw_gantt
+
+        draw_gantt(res.trace, args.gantt, title=f"{config.benchmark} {config.precision} {config.option} "
+                                                 f"cuts={list(config.cuts)} streams={list(config.streams)}: "
+                                                 f"{m.fps:.1f} FPS")
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=1, sort_keys=True))
+    else:
+        _print(m)
+    return 0 if m.ok else 1
+
+
+def _print(m) -> None:
+    c = m.config
+    print(f"{c.benchmark} on {c.platform}: option {c.option} cuts {list(c.cuts)} streams {list(c.streams)} "
+          f"pre {c.pre_threads} post {c.post_threads} buffers {c.buffers} {c.precision} batch {c.batch} "
+          f"{c.input_size}x{c.input_size}")
+    if not m.ok:
+        print(f"FAILED: {m.reason}")
+        return
+    util = " ".join(f"{k} {v:.0%}" for k, v in m.util.items())
+    print(f"{m.fps:.1f} FPS  latency p50 {m.latency_ms_p50:.2f} ms p99 {m.latency_ms_p99:.2f} ms  util {util}")
+    print(f"power {m.power_w:.1f} W  energy {m.energy_j_per_frame * 1000:.1f} mJ/frame  stage ms "
+          f"{[round(s, 3) for s in m.stage_ms]}  DLA loadables {m.dla_loadables}  fallback layers {m.fallback_layers}")

@@ -1,0 +1,24 @@
+"""`dse measure` JSON output and failure exit code (sim backend, tiny zoo network)."""
+import json
+
+from dse.cli import main
+
+KEYS = {"status", "reason", "fps", "latency_ms_p50", "latency_ms_p99", "util", "power_w", "energy_j_per_frame",
+        "stage_ms", "config_hash"}
+
+
+def test_measure_json_keys(capsys, tmp_path):
+    rc = main(["measure", "benchmark=tiny-detector", "precision=int8", "--option", "PND-A", "--cuts", "8",
+               "--streams", "4,2", "--pre", "2", "--buffers", "6", "--json", "--gantt", str(tmp_path / "g.png")])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out["reason"]
+    assert KEYS <= set(out)
+    assert out["status"] == "ok" and out["fps"] > 0 and {"GPU", "DLA0", "DLA1"} <= set(out["util"])
+    assert (tmp_path / "g.png").stat().st_size > 0
+
+
+def test_measure_reports_failure(capsys):
+    rc = main(["measure", "benchmark=tiny-detector", "precision=fp32", "--option", "A", "--cuts", "8",
+               "--streams", "2,2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["status"] == "failed" and "FP32" in out["reason"]

@@ -1,0 +1,100 @@
+"""Cost model: monotonic in work and precision, fusion, DLA fallback and the calibrated DLA/GPU ratio."""
+import numpy as np
+import pytest
+
+from dse.backends.sim import CostModel, SimBackend, frame_of, layer_table
+from dse.platform import load_platform
+
+
+@pytest.fixture(scope="module")
+def y4t():
+    from dse.graph.analysis import analyze
+    from dse.zoo import build_network
+
+    return analyze(build_network("yolov4-tiny"))
+
+
+@pytest.fixture(scope="module")
+def xavier():
+    return load_platform("xavier-agx-sim")
+
+
+def model(platform, frame):
+    return CostModel(platform, layer_table(frame))
+
+
+def test_more_macs_more_time(xavier, y4t):
+    frame = frame_of(y4t)
+    base = model(xavier, frame)
+    conv = int(np.flatnonzero(np.array(base.table.kind) == "conv")[3])
+    heavier = frame.copy()
+    heavier.loc[heavier["index"] == conv, "macs"] *= 4
+    heavy = model(xavier, heavier)
+    for pe in ("gpu", "dla"):
+        a = base.per_layer(pe, "int8", 1).t[conv]
+        b = heavy.per_layer(pe, "int8", 1).t[conv]
+        assert b > a
+        assert heavy.whole_network_us(pe, "int8") > base.whole_network_us(pe, "int8")
+
+
+def test_precision_and_batch_order(xavier, y4t):
+    cm = model(xavier, frame_of(y4t))
+    g = {q: cm.whole_network_us("gpu", q) for q in ("fp32", "fp16", "int8")}
+    assert g["int8"] < g["fp16"] < g["fp32"]
+    assert cm.whole_network_us("dla", "int8") < cm.whole_network_us("dla", "fp16")
+    # a batch of 4 costs more than one image but less than 4 single runs
+    one, four = cm.whole_network_us("gpu", "int8", 1), cm.whole_network_us("gpu", "int8", 4)
+    assert one < four < 4 * one
+
+
+def test_activation_fuses_into_its_convolution(xavier, y4t):
+    cm = model(xavier, frame_of(y4t))
+    t = cm.table
+    relus = [i for i, op in enumerate(t.op_types) if op == "Relu"]
+    assert relus and all(t.fused[i] for i in relus)
+    assert all(cm.per_layer("gpu", "fp16", 1).t[i] == 0 for i in relus)
+    assert not t.fused[[i for i, op in enumerate(t.op_types) if op == "Conv"]].any()
+
+
+def test_dla_fallback_splits_loadables_with_reformats(xavier, y4t):
+    cm = model(xavier, frame_of(y4t))
+    whole = cm.stage(0, cm.table.n - 1, "dla", "int8", 1)
+    heads = [i for i, n in enumerate(cm.table.names) if n.startswith("yolo")]
+    assert set(heads) <= set(whole.fallback_ids)
+    assert whole.loadables >= 2 and whole.fallback_layers == len(whole.fallback_ids)
+    kinds = [p.resource for p in whole.phases]
+    assert kinds[0] == "gpu" and "dla" in kinds  # reformat in front of the first loadable
+    assert all(a != b for a, b in zip(kinds, kinds[1:]))  # GPU and DLA phases alternate (merged)
+    clean = cm.stage(0, 4, "dla", "int8", 1)
+    assert clean.loadables == 1 and clean.fallback_layers == 0
+
+
+def test_grouped_convolutions_are_poor_on_the_dla(xavier):
+    c = xavier.cost
+    assert c.dla.efficiency["conv_grouped"] / c.dla.efficiency["conv"] < c.gpu.efficiency["conv_grouped"] / c.gpu.efficiency["conv"]
+
+
+def test_dla_is_slower_than_gpu_by_a_calibrated_multiple(xavier, y4t):
+    cm = model(xavier, frame_of(y4t))
+    ratio = cm.whole_network_us("dla", "int8") / cm.whole_network_us("gpu", "int8")
+    assert 2.0 < ratio < 6.0  # tiny nets pay per-loadable overheads; the big ones are checked by `dse calibrate`
+    # on the convolution-heavy front (no fallback) the multiple is in the thesis' 2.5-3.5 range
+    front = cm.stage(0, 20, "dla", "int8", 1).total_us / cm.stage(0, 20, "gpu", "int8", 1).total_us
+    assert 1.5 < front < 5.0
+
+
+def test_gpu_layer_profile_like_iprofiler(xavier, y4t):
+    be = SimBackend(xavier, y4t)
+    prof = be.gpu_layer_profile("int8", 1)
+    assert len(prof) == len(y4t.layers) and min(prof) >= 0
+    stage_ms = be.cost_model().gpu_stage(0, len(prof) - 1, "int8", 1).total_us / 1000
+    assert sum(prof) < stage_ms < sum(prof) + 1.0  # the stage adds only its per-inference overhead
+    assert not hasattr(be, "dla_layer_profile")  # a DLA exposes one time per stage, never per layer
+
+
+def test_works_from_a_frame_without_tensor_names(xavier, y4t):
+    frame = y4t.to_frame()  # what layers.parquet holds
+    cm = model(xavier, frame)
+    full = model(xavier, frame_of(y4t))
+    assert cm.table.fused.sum() > 0
+    assert cm.whole_network_us("gpu", "int8") == pytest.approx(full.whole_network_us("gpu", "int8"), rel=0.1)

@@ -1,0 +1,138 @@
+"""DES invariants and failure reasons of the sim backend (yolov4-tiny on the virtual Xavier)."""
+import pytest
+
+from dse.backends.sim import SimBackend
+from dse.configuration import Configuration
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    from dse.graph.analysis import analyze
+    from dse.zoo import build_network
+
+    return analyze(build_network("yolov4-tiny"))
+
+
+@pytest.fixture(scope="module")
+def be(analysis):
+    return SimBackend("xavier-agx-sim", analysis, sample_size=1000)
+
+
+def cfg(**kw):
+    base = dict(benchmark="yolov4-tiny", platform="xavier-agx-sim", precision="int8")
+    base.update(kw)
+    return Configuration(**base)
+
+
+def first_cut(analysis, lo):
+    return next(c for c in analysis.feasible_cuts if c >= lo)
+
+
+def test_base_g_is_sequential(be):
+    m = be.measure(cfg())
+    p = be.plan(cfg())
+    seq_us = p.pre_us + p.stages[0].total_us + p.post_us
+    assert m.ok
+    assert m.fps == pytest.approx(1e6 / seq_us, rel=0.04)  # 1 % noise + task jitter
+    assert m.latency_ms_p50 == pytest.approx(seq_us / 1000, rel=0.04)
+    assert m.util["DLA0"] == 0 and 0 < m.util["GPU"] < 1
+
+
+def test_pipelining_buffers_and_threads_help(be):
+    base = be.measure(cfg()).fps
+    piped = be.measure(cfg(buffers=4, pre_threads=2, streams=(2,))).fps
+    assert piped > 1.5 * base
+
+
+@pytest.mark.parametrize("key,values", [("buffers", (2, 4, 8, 16)), ("streams", (1, 2, 3, 4, 6))])
+def test_more_buffers_or_streams_never_drastically_worse(be, key, values):
+    fps = []
+    for v in values:
+        kw = {"buffers": 12, "pre_threads": 4, "post_threads": 2}
+        kw[key] = (v,) if key == "streams" else v
+        fps.append(be.measure(cfg(**kw)).fps)
+    for a, b in zip(fps, fps[1:]):
+        assert b > 0.9 * a
+
+
+def test_pnd_uses_both_dlas(be, analysis):
+    m = be.measure(cfg(option="PND-A", cuts=(first_cut(analysis, 8),), streams=(4, 2), buffers=10, pre_threads=4))
+    assert m.ok, m.reason
+    assert m.util["DLA0"] > 0.2 and m.util["DLA1"] > 0.2
+    assert m.util["DLA0"] == pytest.approx(m.util["DLA1"], abs=0.25)
+    single = be.measure(cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2, 2), buffers=10, pre_threads=4))
+    assert single.util["DLA1"] == 0 and single.util["DLA0"] > 0.2
+
+
+def test_utilizations_and_outputs_are_sane(be, analysis):
+    for c in (cfg(), cfg(option="PND-A", cuts=(first_cut(analysis, 8),), streams=(4, 2), buffers=8, pre_threads=3),
+              cfg(option="B", cuts=(first_cut(analysis, 3), first_cut(analysis, 9)), streams=(1, 2, 2), buffers=8)):
+        m = be.measure(c)
+        assert m.ok, m.reason
+        assert all(0.0 <= u <= 1.0 for u in m.util.values())
+        assert 0 <= m.cpu_util <= 1
+        assert m.latency_ms_p99 >= m.latency_ms_p50 > 0
+        assert m.power_w > be.platform.power.static_w
+        assert m.energy_j_per_frame == pytest.approx(m.power_w / m.fps, rel=1e-3)
+        assert len(m.stage_ms) == c.n_stages and m.backend == "sim"
+
+
+def test_deterministic_per_seed(analysis):
+    c = cfg(buffers=6, pre_threads=3, streams=(2,))
+    a = SimBackend("xavier-agx-sim", analysis, seed=1, sample_size=500).measure(c)
+    b = SimBackend("xavier-agx-sim", analysis, seed=1, sample_size=500).measure(c)
+    other = SimBackend("xavier-agx-sim", analysis, seed=2, sample_size=500).measure(c)
+    assert (a.fps, a.latency_ms_p99, a.power_w) == (b.fps, b.latency_ms_p99, b.power_w)
+    assert a.fps != other.fps
+    assert other.fps == pytest.approx(a.fps, rel=0.08)
+
+
+def test_limit_violations_fail_with_a_reason(be, analysis):
+    last = len(analysis.layers) - 1
+    infeasible = next(c for c in range(1, last) if c not in analysis.feasible_cuts)
+    cases = {
+        "FP32": cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2, 2), precision="fp32"),
+        "loadables": cfg(option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2), buffers=8),
+        "infeasible": cfg(option="A", cuts=(infeasible,), streams=(2, 2)),
+        "streams": cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2,)),
+        "needs 1 cut": cfg(option="A", cuts=(), streams=(2,)),
+        "unknown mapping option": cfg(option="Q", cuts=(first_cut(analysis, 8),), streams=(2, 2)),
+        "PND": cfg(option="PND-A", cuts=(first_cut(analysis, 8),), streams=(1, 2)),
+        "out of range": cfg(option="A", cuts=(last + 3,), streams=(2, 2)),
+    }
+    for needle, c in cases.items():
+        m = be.measure(c)
+        assert m.status == "failed" and m.fps == 0, needle
+        assert needle.lower() in m.reason.lower(), (needle, m.reason)
+
+
+def test_orin_allows_more_loadables(analysis):
+    last = len(analysis.layers) - 1
+    c = cfg(platform="orin-agx-sim", option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2),
+            buffers=8)
+    m = SimBackend("orin-agx-sim", analysis, sample_size=500).measure(c)
+    assert m.ok, m.reason
+
+
+def test_gantt_trace_draws(be, analysis, tmp_path):
+    from dse.report.gantt import draw_gantt
+
+    c = cfg(option="PND-A", cuts=(first_cut(analysis, 8),), streams=(4, 2), buffers=8, pre_threads=3)
+    m, res = be.measure_with_trace(c, trace=True)
+    lanes = {t[0].split(" ctx")[0] for t in res.trace}
+    assert {"CPU pre", "CPU post", "DLA0 stage1", "DLA1 stage1", "GPU stage2"} <= lanes
+    out = draw_gantt(res.trace, tmp_path / "g.png")
+    assert out.stat().st_size > 1000
+
+
+def test_sim_engines_go_through_the_cache(analysis, tmp_path):
+    from dse.engines.cache import EngineCache
+
+    cache = EngineCache(tmp_path, "xavier-agx-sim")
+    be = SimBackend("xavier-agx-sim", analysis, sample_size=300, engine_cache=cache)
+    c = cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2, 2), buffers=6)
+    first = be.measure(c)
+    again = be.measure(c.with_(buffers=8))
+    assert len(first.engine_keys) == 2 and first.engine_keys == again.engine_keys
+    assert first.build_s > 0 and again.build_s == 0
+    assert cache.counts["dla"] == {"built": 1, "reused": 1}
