@@ -33,34 +33,28 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def build_backend(cfg):
-    """The sim backend for a composed config (the network analysis is built/loaded through dse.network)."""
-    from dse.backends.sim import SimBackend
-    from dse.network import load_analysis
-
-    analysis = load_analysis(cfg)
-    b = cfg.benchmark
-    return SimBackend(cfg.platform, analysis, preprocess=str(b.preprocess), sample_size=int(b.sample_size),
-                      seed=int(cfg.seed), input_size=int(b.input_size), benchmark=str(b.name)), analysis
-
-
 def run(args) -> int:
     from dse.config import compose_config
     from dse.configuration import Configuration
 
+    from dse.backends import make_backend
+    from dse.network import load_analysis
+
     cfg = compose_config(args.overrides)
-    backend_name = str(cfg.platform.get("backend", "sim"))
-    if backend_name != "sim":
-        raise DseError(f"platform {cfg.platform.name} uses backend {backend_name!r}; this command measures on 'sim' "
-                       f"platforms (valid choices: sim)")
     cuts = _int_list(args.cuts, "cuts")
     streams = _int_list(args.streams, "streams") or (1,) * (len(cuts) + 1)
-    backend, analysis = build_backend(cfg)
+    analysis = load_analysis(cfg)
+    backend = make_backend(cfg, analysis)
     config = Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name), option=args.option,
                            cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
                            post_threads=args.post, precision=str(cfg.precision), batch=int(cfg.batch),
                            input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
-    m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
+    if hasattr(backend, "measure_with_trace"):
+        m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
+    else:
+        m, res = backend.measure(config), None
+        if args.gantt:
+            raise DseError(f"--gantt needs a simulated schedule; backend {backend.name!r} does not keep one")
     if args.gantt and res is not None:
         from dse.report.gantt import draw_gantt
 

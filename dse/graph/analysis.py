@@ -297,11 +297,12 @@ class NetworkAnalysis:
             "index": layer.index, "name": layer.name, "op_type": layer.op_type, "macs": layer.macs,
             "param_bytes": layer.param_bytes, "activation_bytes": layer.activation_bytes,
             "input_bytes": layer.input_bytes,
+            "inputs": json.dumps(list(layer.inputs)), "outputs": json.dumps(list(layer.outputs)),
             "output_shapes": json.dumps([list(s) for s in layer.output_shapes]),
             "attrs": json.dumps(layer.attrs, sort_keys=True),
         } for layer in self.layers]
         columns = ["index", "name", "op_type", "macs", "param_bytes", "activation_bytes", "input_bytes",
-                   "output_shapes", "attrs"]
+                   "inputs", "outputs", "output_shapes", "attrs"]
         frame = pd.DataFrame(rows, columns=columns)
         return frame.astype({"index": "int64", "macs": "int64", "param_bytes": "int64",
                              "activation_bytes": "int64", "input_bytes": "int64"})

@@ -108,13 +108,8 @@ def _detect_boxes(names: list[str], op_types: list[str], out_shapes: list[list])
 
 
 def frame_of(analysis):
-    """A layer DataFrame with the tensor names (``inputs``/``outputs`` JSON columns) from a NetworkAnalysis."""
-    frame = analysis.to_frame()
-    if "inputs" not in frame.columns:
-        frame["inputs"] = [json.dumps(list(layer.inputs)) for layer in analysis.layers]
-    if "outputs" not in frame.columns:
-        frame["outputs"] = [json.dumps(list(layer.outputs)) for layer in analysis.layers]
-    return frame
+    """The layer DataFrame of a NetworkAnalysis (it carries the tensor names: exact fusion and cut bytes)."""
+    return analysis.to_frame()
 
 
 def layer_table(frame, digest: str | None = None) -> LayerTable:

@@ -1,0 +1,66 @@
+"""The baselines of thesis Sec. 3.6.4: Base(G), Base(D), Interleaved and Interleaved + tuned.
+
+- Base(G): the whole network on the main PE, one execution context, no pre/post overlap (1 buffer,
+  1 pre and 1 post thread): the default TensorRT application (JEDI's baseline).
+- Base(D): the same on one DLA core; layers the DLA cannot run fall back to the GPU inside the stage.
+- Interleaved: every PE runs the whole network and frames alternate between them (3 buffers,
+  3 streams: one per PE), no pipelining of the network itself.
+- Interleaved + tuned: threads, buffers and streams reduced from their maximum values until FPS
+  degrades (the proposed fine-tuner started at the maxima).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from dse.configuration import Configuration
+from dse.measurement import Measurement
+from dse.search.finetune import FinetuneResult, finetune
+from dse.search.probe import Probe, as_probe
+from dse.search.settings import SearchSettings
+from dse.search.space import Evaluator, SearchSpace
+
+DLA_ONLY = "DLA"            # single-DLA-stage option name (GPU fallback inside the stage)
+INTERLEAVED = "IL"          # interleaved option name: one stage whose streams alternate over the PEs
+INTERLEAVED_PES = 3         # GPU, DLA0, DLA1
+
+
+def base_g_config(base: Configuration, space: SearchSpace) -> Configuration:
+    return base.with_(option=space.main_only_option(), cuts=(), streams=(1,), buffers=1, pre_threads=1,
+                      post_threads=1)
+
+
+def base_d_config(base: Configuration) -> Configuration:
+    return base.with_(option=DLA_ONLY, cuts=(), streams=(1,), buffers=1, pre_threads=1, post_threads=1)
+
+
+def interleaved_config(base: Configuration, n_pes: int = INTERLEAVED_PES) -> Configuration:
+    return base.with_(option=INTERLEAVED, cuts=(), streams=(n_pes,), buffers=n_pes, pre_threads=1,
+                      post_threads=1)
+
+
+@dataclass
+class TunedResult:
+    start: Configuration
+    result: FinetuneResult
+
+    @property
+    def measurement(self) -> Measurement:
+        return self.result.measurement
+
+
+def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
+                      bounds: Mapping[str, int], settings: SearchSettings,
+                      n_pes: int = INTERLEAVED_PES) -> TunedResult:
+    """Interleaved execution with the proposed techniques: start at the maxima, remove what does not pay.
+
+    Maxima: the maximizer's pre/post threads and buffers, and ``bounds['streams']`` contexts per PE."""
+    streams = max(n_pes, int(bounds["streams"]) * n_pes)
+    streams = min(streams, settings.max_streams * (2 if space.stages(INTERLEAVED)[0] == "PND" else 1))
+    streams = max(streams, n_pes)
+    start = base.with_(option=INTERLEAVED, cuts=(), streams=(streams,), pre_threads=int(bounds["pre"]),
+                       post_threads=int(bounds["post"]),
+                       buffers=max(int(bounds["buffers"]), streams, int(bounds["pre"]), int(bounds["post"])))
+    tuned_settings = settings.with_(max_streams=max(settings.max_streams, streams),
+                                    max_buffers=max(settings.max_buffers, start.buffers))
+    return TunedResult(start, finetune(space, as_probe(evaluator), start, tuned_settings))

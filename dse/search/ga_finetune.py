@@ -1,0 +1,65 @@
+"""Fine-tuning GA (thesis Sec. 3.6.4.4): the proposed mapping, then a GA over threads, buffers, streams.
+
+Genes: [pre, post, buffers, streams of each stage] within the fine-tuner's caps; fitness = measured
+FPS through the shared evaluator. The answer applies the proposed fine-tuner's criterion to what the
+GA measured: the fewest resources (threads + buffers + streams) within ``degradation`` of the best FPS.
+"""
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from deap import base, tools
+
+from dse.configuration import Configuration
+from dse.search.ga_common import GASettings, deap_types
+from dse.search.ga_comprehensive import GAResult, run_ga
+from dse.search.probe import Probe, as_probe, score
+from dse.search.settings import SearchSettings
+from dse.search.space import Evaluator, SearchSpace
+
+PHASE = "finetune-ga"
+
+
+def resources(cfg: Configuration) -> int:
+    return cfg.pre_threads + cfg.post_threads + cfg.buffers + sum(cfg.streams)
+
+
+def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration, settings: SearchSettings,
+                ga: GASettings) -> GAResult:
+    probe = as_probe(evaluator)
+    _, Individual = deap_types()
+    types: Sequence[str] = space.stages(start.option)
+    stream_caps = [settings.max_streams * (2 if t == "PND" else 1) for t in types]
+    lows = [1, 1, 1] + [2 if t == "PND" else 1 for t in types]
+    highs = [settings.max_pre, settings.max_post, settings.max_buffers] + stream_caps
+    seen: dict[str, tuple[Configuration, float]] = {}
+    evaluations = [0]
+
+    def decode(ind) -> Configuration:
+        pre, post, buffers, *streams = ind
+        return start.with_(pre_threads=pre, post_threads=post, streams=tuple(streams),
+                           buffers=max(buffers, pre, post, *streams))
+
+    def evaluate(ind):
+        evaluations[0] += 1
+        cfg = decode(ind)
+        fps = score(probe.measure(cfg, PHASE))
+        seen[cfg.hash] = (cfg, fps)
+        return (fps,)
+
+    def individual():
+        return Individual(random.randint(lo, hi) for lo, hi in zip(lows, highs))
+
+    tb = base.Toolbox()
+    tb.register("individual", individual)
+    tb.register("population", tools.initRepeat, list, tb.individual)
+    tb.register("evaluate", evaluate)
+    tb.register("mate", tools.cxUniform, indpb=0.5)
+    tb.register("mutate", tools.mutUniformInt, low=lows, up=highs, indpb=0.3)
+    tb.register("select", tools.selTournament, tournsize=ga.tournament)
+    _, history = run_ga(tb, ga, "finetune")
+    best_fps = max(f for _, f in seen.values())
+    floor = best_fps * (1 - settings.degradation)
+    cfg = min((c for c, f in seen.values() if f >= floor), key=lambda c: (resources(c), -seen[c.hash][1]))
+    return GAResult(cfg, probe.measure(cfg, PHASE), evaluations[0], history)

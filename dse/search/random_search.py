@@ -1,0 +1,61 @@
+"""Random search with a given budget (the proposed run's number of measured configurations).
+
+Each sample: a random mapping option, a seeded random feasible cut tuple, random threads, buffers and
+streams within the maximizer's bounds. Budget = distinct configurations asked for.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.measurement import Measurement
+from dse.search.ga_comprehensive import stream_cap
+from dse.search.initial import random_tuple
+from dse.search.params import make_config
+from dse.search.probe import Probe, as_probe, score
+from dse.search.settings import SearchSettings
+from dse.search.space import Evaluator, SearchSpace
+
+PHASE = "random"
+
+
+@dataclass
+class RandomResult:
+    config: Configuration
+    measurement: Measurement
+    budget: int
+    asked: int
+
+    @property
+    def fps(self) -> float:
+        return score(self.measurement)
+
+
+def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+                  bounds: Mapping[str, int], settings: SearchSettings, budget: int, seed: int = 0) -> RandomResult:
+    if budget < 1:
+        raise DseError(f"random search needs a budget >= 1, got {budget}")
+    probe = as_probe(evaluator)
+    rng = random.Random(f"{seed}:random-search")
+    options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
+    asked: set[str] = set()
+    best: Measurement | None = None
+    tries = 0
+    while len(asked) < budget and tries < 50 * budget:
+        tries += 1
+        option = rng.choice(options)
+        types = space.stages(option)
+        cuts = random_tuple(space, option, rng)
+        streams = [rng.randint(2 if t == "PND" else 1, stream_cap(t, bounds, settings, space.main_pe)) for t in types]
+        cfg = make_config(base, option, cuts, streams, pre=rng.randint(1, bounds["pre"]),
+                          post=rng.randint(1, bounds["post"]), buffers=rng.randint(1, bounds["buffers"]))
+        if cfg.hash in asked:
+            continue
+        asked.add(cfg.hash)
+        m = probe.measure(cfg, PHASE)
+        if best is None or score(m) > score(best):
+            best = m
+    return RandomResult(best.config, best, budget, len(asked))
