@@ -123,8 +123,11 @@ class StageSpec:
     pe_type: str
     core: int | None = None
     pnd: bool = False
+    interleaved: bool = False   # the whole network on the GPU and on every DLA core, frames alternate
 
     def label(self) -> str:
+        if self.interleaved:
+            return "GPU|DLA*"
         if self.pe_type == "gpu":
             return "GPU"
         return "DLA(x2)" if self.pnd else f"DLA{self.core}"
@@ -182,7 +185,9 @@ class Platform:
         raise choices_error("DLA core", core, [p.core for p in self.dla_pes()])
 
     def stage_pes(self, spec: StageSpec) -> list[str]:
-        """PE names a stage runs on (two for a PND stage)."""
+        """PE names a stage runs on (two for a PND stage, all for an interleaved one)."""
+        if spec.interleaved:
+            return [self.main_pe, *(p.name for p in self.dla_pes())]
         if spec.pe_type == "gpu":
             return [self.main_pe]
         if spec.pnd:
@@ -314,8 +319,12 @@ def platform_from_dict(d: Mapping) -> Platform:
                     raise DseError(f"{where}: option {oname} uses PND but the platform has fewer than 2 DLA cores")
                 if not pnd and core not in dla_cores:
                     raise choices_error(f"DLA core of option {oname} stage {i}", core, sorted(dla_cores))
+            interleaved = bool(sd.get("interleaved", False))
+            if interleaved and (ptype != "gpu" or not dla_cores or len(stages) != 1):
+                raise DseError(f"{where}: option {oname}: an interleaved stage is a GPU stage, the only stage of "
+                               f"its option, on a platform with DLA cores")
             specs.append(StageSpec(pe_type=ptype, core=None if ptype == "gpu" else (None if pnd else int(core)),
-                                   pnd=pnd))
+                                   pnd=pnd, interleaved=interleaved))
         if not specs:
             raise DseError(f"{where}: option {oname} has no stages")
         options[str(oname)] = MappingOption(name=str(oname), stages=tuple(specs))

@@ -196,7 +196,7 @@ def test_count_tuples_known_values(convnet):
 def test_frame_and_summary(convnet):
     frame = convnet.to_frame()
     assert list(frame.columns) == ["index", "name", "op_type", "macs", "param_bytes", "activation_bytes",
-                                   "input_bytes", "output_shapes", "attrs"]
+                                   "input_bytes", "inputs", "outputs", "output_shapes", "attrs"]
     assert len(frame) == len(convnet.layers)
     assert json.loads(frame.loc[0, "output_shapes"]) == [[1, 8, 32, 32]]
     assert json.loads(frame.loc[0, "attrs"])["kernel_shape"] == [3, 3]

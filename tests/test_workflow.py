@@ -109,3 +109,15 @@ def test_resume_after_interruption(tmp_path):
     assert set(before["config_hash"]) <= set(after["config_hash"])
     # the resumed jobs reused what the killed run had measured
     assert "reused from cache" in done.stderr
+
+
+def test_host_cpu_platform_unchanged(tmp_path):
+    """The same workflow on real ONNX Runtime measurements (platform=host-cpu, fp32 by the platform)."""
+    wd = _workdir(tmp_path)
+    snakemake(wd, "--config", "overrides=[benchmark=tiny-chain,platform=host-cpu,benchmark.sample_size=40]")
+    run = wd / "results/tiny-chain/host-cpu/fp32-b1-64"
+    best = yaml.safe_load((run / "best.yaml").read_text())
+    frame = pd.read_parquet(run / "measurements.parquet")
+    assert best["backend"] == "ort" and best["fps"] > 0
+    assert set(frame["backend"]) == {"ort"} and frame["config_hash"].is_unique
+    assert set(frame["option"]) >= {"E", "1-1"} or len(os.sched_getaffinity(0)) != 2

@@ -24,7 +24,10 @@ def engines_built(frame: pd.DataFrame) -> dict[str, int]:
 
 
 def board_hours(frame: pd.DataFrame, sample_size: int, warmup: int, costs: dict | None = None) -> float:
-    """Estimated board time: every measurement's run (frames / FPS + start-up) plus every engine build."""
+    """Board time: real seconds (measure + build) when a real backend measured; for the sim, an estimate of
+    what a real board would spend (frames / FPS + start-up per measurement, plus every engine build)."""
+    if len(frame) and (frame["backend"] != "sim").all():
+        return float((frame["measure_s"] + frame["build_s"]).sum()) / 3600.0
     costs = {**DEFAULT_BOARD_COSTS, **(costs or {})}
     fps = frame["fps"].where(frame["fps"] > 0)
     run_s = ((sample_size + warmup) / fps).fillna(0.0) + costs["run_overhead_s"]

@@ -154,8 +154,9 @@ class _Decoder:
 
 
 def profiled_mapping(space: SearchSpace, options: Sequence[str], profile: Sequence[float], dla_ratio: float,
-                     ga: GASettings, max_stages: int = 4) -> tuple[Mapping_, int, list[float]]:
-    """Evolve per-layer mappings on estimates only; returns the best mapping, #estimates, history."""
+                     ga: GASettings, max_stages: int = 4, keep: int = 10) -> tuple[list[Mapping_], int, list[float]]:
+    """Evolve per-layer mappings on estimates only; returns up to ``keep`` distinct mappings, best
+    estimate first (the next one is used when a board refuses the first), #estimates, history."""
     if len(profile) != space.n_layers:
         raise DseError(f"GPU profile has {len(profile)} layers, the network {space.n_layers}")
     _, Individual = deap_types()
@@ -196,15 +197,20 @@ def profiled_mapping(space: SearchSpace, options: Sequence[str], profile: Sequen
     random.seed(f"{ga.seed}:profiled-deap")
     try:
         pop = tb.population(n=ga.population)
-        hof = tools.HallOfFame(1)
+        hof = tools.HallOfFame(4 * keep)
         stats = tools.Statistics(lambda ind: ind.fitness.values[0])
         stats.register("max", max)
         _, log = algorithms.eaSimple(pop, tb, cxpb=ga.cxpb, mutpb=ga.mutpb, ngen=ga.generations, stats=stats,
                                      halloffame=hof, verbose=False)
     finally:
         random.setstate(state)
-    best, _ = dec.decode(hof[0])
-    return best, count[0], [float(r["max"]) for r in log]
+    ranked, seen = [], set()
+    for ind in hof:
+        mapping, _ = dec.decode(ind)
+        if (mapping.option, mapping.cuts) not in seen:
+            seen.add((mapping.option, mapping.cuts))
+            ranked.append(mapping)
+    return ranked[:keep], count[0], [float(r["max"]) for r in log]
 
 
 def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
@@ -212,11 +218,15 @@ def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Conf
                     ga: GASettings) -> ProfiledResult:
     """The Profiled method end to end: GA on estimates, then measure the mapping and fine-tune it."""
     probe = as_probe(evaluator)
-    mapping, n, history = profiled_mapping(space, options, profile, dla_ratio, ga,
-                                           max_stages=min(4, max(len(space.stages(o)) for o in options)))
-    streams = stream_tuple(space.stages(mapping.option), bounds["streams"], dla_streams=settings.dla_streams,
-                           main_pe=space.main_pe)
-    start = search_config(base, mapping.option, mapping.cuts, streams, bounds)
-    probe.measure(start, PHASE)
+    ranked, n, history = profiled_mapping(space, options, profile, dla_ratio, ga,
+                                          max_stages=min(4, max(len(space.stages(o)) for o in options)))
+    for mapping in ranked:  # a mapping the board refuses (e.g. too many DLA loadables): the next best estimate
+        streams = stream_tuple(space.stages(mapping.option), bounds["streams"], dla_streams=settings.dla_streams,
+                               main_pe=space.main_pe)
+        start = search_config(base, mapping.option, mapping.cuts, streams, bounds)
+        if probe.measure(start, PHASE).ok:
+            break
+    else:
+        raise DseError(f"every mapping the profile-based GA found failed on the board ({len(ranked)} tried)")
     tuned = finetune(space, probe, start, settings)
     return ProfiledResult(mapping, float(dla_ratio), n, start, tuned, history)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,7 @@ class Planned:
     post_us: float
     loadables: int
     fallback_layers: int
+    extra_engines: list[StageCost] = field(default_factory=list)   # e.g. the DLA engine of an interleaved stage
 
 
 class SimBackend:
@@ -127,6 +128,9 @@ class SimBackend:
                     return f"stage {k + 1} is PND (two DLA cores) and needs at least 2 streams, got {s}"
             elif config.precision not in p.precisions_of("gpu"):
                 return f"the GPU of {p.name} cannot run {config.precision}"
+            elif spec.interleaved and config.precision not in p.precisions_of("dla"):
+                return (f"stage {k + 1} interleaves frames over the GPU and the DLAs, which cannot run "
+                        f"{config.precision.upper()}")
             if s > p.limits.max_streams_per_stage:
                 return f"stage {k + 1} has {s} streams, more than the limit {p.limits.max_streams_per_stage}"
         return None
@@ -142,6 +146,7 @@ class SimBackend:
         dla_f = 1.0 / freq_factor(p, p.dla_pes()[0].name, freqs.get("DLA")) if p.dla_pes() else 1.0
         stages, runtimes = [], []
         loadables = fallback = 0
+        extra: list[StageCost] = []
         dla_names = [d.name for d in p.dla_pes()]
         for k, spec in enumerate(option.stages):
             sc = cm.stage(bounds[k] + 1, bounds[k + 1], spec.pe_type, config.precision, config.batch)
@@ -149,6 +154,20 @@ class SimBackend:
             phases = [(ph.resource, ph.us * (gpu_f if ph.resource == "gpu" else dla_f), ph.occupancy)
                       for ph in sc.phases]
             s = config.streams[k]
+            if spec.interleaved:  # stream i runs the whole stage on PE i mod (1 + #DLA): GPU, DLA0, DLA1, GPU, ...
+                dsc = cm.stage(bounds[k] + 1, bounds[k + 1], "dla", config.precision, config.batch)
+                dphases = [(ph.resource, ph.us * (gpu_f if ph.resource == "gpu" else dla_f), ph.occupancy)
+                           for ph in dsc.phases]
+                n_pe = 1 + len(dla_names)
+                cores = [None if i % n_pe == 0 else i % n_pe - 1 for i in range(s)]
+                runtimes.append(StageRuntime(phases=phases, stream_cores=cores, label=spec.label(),
+                                             stream_phases=[phases if c is None else dphases for c in cores]))
+                used = {c for c in cores if c is not None}
+                if used:
+                    loadables += dsc.loadables * len(used)
+                    fallback += dsc.fallback_layers
+                    extra.append(dsc)
+                continue
             if spec.pe_type == "gpu":
                 cores = [None] * s
             elif spec.pnd:
@@ -164,7 +183,7 @@ class SimBackend:
         boxes = int(self.table.boxes * (size / self.input_size) ** 2)
         post = p.prepost.post_us(boxes, config.batch)
         cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
-        return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback)
+        return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra)
 
     def _limit_reason(self, config: Configuration, planned: Planned) -> str | None:
         lim = self.platform.limits
@@ -258,7 +277,7 @@ class SimBackend:
         from dse.engines.sim import build_stage_engine
 
         keys, build_s = [], 0.0
-        for sc in planned.stages:
+        for sc in [*planned.stages, *planned.extra_engines]:
             art = build_stage_engine(self.engine_cache, self.platform, self.table.digest, sc, config)
             keys.append(art.key)
             if art.built:

@@ -24,6 +24,12 @@ class StageRuntime:
     phases: list[tuple[str, float, float]]     # (resource "gpu"|"dla", us, occupancy)
     stream_cores: list[int | None]             # per stream: DLA core index, None for a GPU stage
     label: str = ""
+    # per stream phases, when streams run different engines (interleaved stage: the whole network on the
+    # GPU for some streams, on a DLA core for others); None = every stream runs ``phases``
+    stream_phases: list[list[tuple[str, float, float]]] | None = None
+
+    def phases_of(self, stream: int) -> list[tuple[str, float, float]]:
+        return self.stream_phases[stream] if self.stream_phases else self.phases
 
 
 @dataclass
@@ -157,7 +163,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         nonlocal gpu_occ, job_id
         f, k, s, idx = job[0], job[1], job[2], job[3]
         st = inp.stages[k]
-        if idx == len(st.phases):
+        if idx == len(st.phases_of(s)):
             idle_streams[k].append(s)
             if st.stream_cores[s] is not None:
                 core_jobs[st.stream_cores[s]] -= 1
@@ -169,7 +175,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 try_post()
             dispatch(k)
             return
-        res, us, occ = st.phases[idx]
+        res, us, occ = st.phases_of(s)[idx]
         job[4] = now
         if res == "gpu":
             gpu_advance()
@@ -187,7 +193,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     def dla_start(c, job):
         dla_busy[c] = True
         job[4] = now
-        res, us, occ = inp.stages[job[1]].phases[job[3]]
+        res, us, occ = inp.stages[job[1]].phases_of(job[2])[job[3]]
         push(now + us * jit[job[0]][2 + job[1]], 1, (c, job))
 
     core_jobs = [0] * inp.n_dla  # frames currently inside a DLA stage, per core
@@ -209,10 +215,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         f, k = job[0], job[1]
         if f >= inp.warmup:
             stage_service[k] += now - job[4]
-            if job[3] == len(inp.stages[k].phases) - 1:
+            if job[3] == len(inp.stages[k].phases_of(job[2])) - 1:
                 stage_count[k] += 1
         if trace is not None:
-            res = inp.stages[k].phases[job[3]][0]
+            res = inp.stages[k].phases_of(job[2])[job[3]][0]
             if res == "gpu":
                 lane = f"GPU stage{k + 1} ctx{job[2]}"
             else:

@@ -1,0 +1,163 @@
+"""comparison.parquet / comparison.md and the plots of rule `compare` (thesis Table 3.7, Figs 3.9-3.11).
+
+Per method: the answer's FPS and energy per frame, the distinct configurations it asked for, the
+distinct engines those need (per PE type: what a board would build for this method alone), and the
+board hours a real board would spend (each configuration's run + each engine build, the costs of
+``dse.report.tables.DEFAULT_BOARD_COSTS`` or the platform's ``board_costs``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from dse.report.plots import _save  # noqa: E402
+from dse.report.tables import DEFAULT_BOARD_COSTS, markdown_table  # noqa: E402
+from dse.store.atomic import write_text_atomic  # noqa: E402
+
+
+def engine_types(option: str, n_keys: int, space) -> list[str]:
+    """PE type of each engine key of a configuration (an interleaved stage builds a GPU and a DLA engine)."""
+    types = ["DLA" if t in ("DLA", "PND") else "GPU" if t == space.main_pe else t for t in space.stages(option)]
+    if n_keys != len(types):
+        types = ["GPU"] + ["DLA"] * (n_keys - 1)
+    return types
+
+
+def method_cost(asked, space, sample_size: int, warmup: int, costs: dict) -> dict:
+    """Engines and board hours of the distinct configurations one method asked for."""
+    engines: dict[str, set] = {}
+    run_s = 0.0
+    for _, m in asked:
+        run_s += costs["run_overhead_s"] + ((sample_size + warmup) / m.fps if m.ok and m.fps > 0 else 0.0)
+        keys = list(m.engine_keys or [])
+        if m.config.option in space.options:
+            for t, k in zip(engine_types(m.config.option, len(keys), space), keys):
+                engines.setdefault(t, set()).add(k)
+    build_s = sum(costs["engine_build_s"].get(t, 60.0) * len(ks) for t, ks in engines.items())
+    return {"engines": {t: len(ks) for t, ks in engines.items()}, "board_hours": (run_s + build_s) / 3600.0}
+
+
+def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
+    cfg = cmp.ctx.cfg
+    costs = OmegaConf.to_container(cfg.platform.get("board_costs") or OmegaConf.create(DEFAULT_BOARD_COSTS))
+    b = cfg.benchmark
+    base_g = results.get("Base(G)")
+    base_fps = base_g["measurement"].fps if base_g and base_g["measurement"] is not None else 0.0
+    rows = []
+    for method, r in results.items():
+        m = r["measurement"]
+        cost = method_cost(r["asked"], cmp.space, int(b.sample_size), int(b.warmup), costs)
+        c = m.config if m is not None else None
+        fps = float(m.fps) if m is not None and m.ok else 0.0
+        curve, best = [], 0.0
+        for _, x in r["asked"]:
+            best = max(best, float(x.fps) if x.ok else 0.0)
+            curve.append(best)
+        extra = r["extra"]
+        rows.append({
+            "method": method, "status": "ok" if fps > 0 else "failed", "fps": fps,
+            "gain_vs_base_g_pct": 100 * (fps / base_fps - 1) if base_fps and fps else float("nan"),
+            "energy_j_per_frame": float(m.energy_j_per_frame) if m is not None else float("nan"),
+            "points_measured": len(r["asked"]),
+            "mapping_points": extra.get("mapping_points"), "param_points": extra.get("param_points"),
+            "engines_gpu": cost["engines"].get("GPU", 0), "engines_dla": cost["engines"].get("DLA", 0),
+            "board_hours": cost["board_hours"],
+            "option": c.option if c else "", "cuts": ",".join(map(str, c.cuts)) if c else "",
+            "streams": ",".join(map(str, c.streams)) if c else "", "buffers": c.buffers if c else 0,
+            "pre_threads": c.pre_threads if c else 0, "post_threads": c.post_threads if c else 0,
+            "config_hash": c.hash if c else "", "anytime_json": json.dumps(curve),
+            "extra_json": json.dumps(extra, default=str), "reason": "",
+        })
+    for method, why in skipped.items():
+        rows.append({"method": method, "status": "skipped", "reason": why, "anytime_json": "[]", "extra_json": "{}"})
+    order = list(cmp.settings.methods)
+    rows.sort(key=lambda r: order.index(r["method"]) if r["method"] in order else len(order))
+    return pd.DataFrame(rows)
+
+
+def plot_fps(frame: pd.DataFrame, out: Path) -> Path:
+    ok = frame[frame["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    colors = ["#DD8452" if m == "Proposed" else "#4C72B0" for m in ok["method"]]
+    bars = ax.bar(ok["method"], ok["fps"], color=colors)
+    for bar, v in zip(bars, ok["fps"]):
+        ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_ylabel("FPS")
+    ax.set_title("FPS per exploration method")
+    ax.tick_params(axis="x", labelrotation=35, labelsize=7)
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    return _save(fig, out)
+
+
+def plot_anytime(frame: pd.DataFrame, out: Path) -> Path:
+    """Best FPS found against configurations asked for (searching methods only)."""
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for _, r in frame[frame["status"] == "ok"].iterrows():
+        curve = json.loads(r["anytime_json"])
+        if len(curve) > 1:
+            ax.step(range(1, len(curve) + 1), curve, where="post", label=r["method"],
+                    lw=2 if r["method"] == "Proposed" else 1)
+    ax.set_xscale("log")
+    ax.set_xlabel("configurations measured")
+    ax.set_ylabel("best FPS so far")
+    ax.set_title("Anytime performance")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, out)
+
+
+def _r(x, nd=1):
+    return "" if x is None or (isinstance(x, float) and x != x) else round(float(x), nd)
+
+
+def write_comparison(cmp, results: dict, skipped: dict) -> dict:
+    from dse.store.parquet import write_atomic
+
+    run = cmp.ctx.run
+    frame = comparison_frame(cmp, results, skipped)
+    write_atomic(pa.Table.from_pandas(frame, preserve_index=False), run / "comparison.parquet")
+    plot_fps(frame, run / "plots" / "compare_fps.png")
+    plot_anytime(frame, run / "plots" / "compare_anytime.png")
+    cfg = cmp.ctx.cfg
+    ok = frame[frame["status"] != "skipped"]
+    table = [{"Method": r["method"], "FPS": _r(r["fps"]), "vs Base(G) (%)": _r(r["gain_vs_base_g_pct"], 0),
+              "Energy (mJ/frame)": _r(1000 * r["energy_j_per_frame"]), "Points": int(r["points_measured"]),
+              "Mapping/Param": (f"{int(r['mapping_points'])}/{int(r['param_points'])}"
+                                if pd.notna(r.get("mapping_points")) and pd.notna(r.get("param_points")) else ""),
+              "Engines GPU/DLA": f"{int(r['engines_gpu'])}/{int(r['engines_dla'])}",
+              "Board h (est.)": _r(r["board_hours"], 2), "Option": r["option"], "Cuts": r["cuts"] or "-",
+              "Streams": r["streams"], "Buf.": int(r["buffers"]), "Pre/Post": f"{int(r['pre_threads'])}/{int(r['post_threads'])}"}
+             for _, r in ok.iterrows()]
+    lines = [f"# Exploration methods: {cfg.benchmark.name} on {cfg.platform.name} ({str(cfg.precision).upper()}, "
+             f"batch {cfg.batch}, {cfg.benchmark.input_size}x{cfg.benchmark.input_size})", "",
+             markdown_table(table),
+             "Points: distinct configurations a method asked for, counted whether or not another method had "
+             "measured them first (all methods share one evaluator cache, so nothing was measured twice). "
+             "Engines: distinct engines those configurations need, per PE type. Board hours: what a real board "
+             "would spend on this method alone (runs + engine builds).", ""]
+    for method, why in skipped.items():
+        lines.append(f"- {method}: skipped ({why})")
+    prof = results.get("Profiled")
+    if prof and prof["extra"].get("estimates"):
+        e = prof["extra"]
+        lines += ["", f"## Profile-based estimate vs measurement (thesis Table 3.11; DLA/GPU multiple "
+                      f"{e['dla_ratio']:.2f} from {e['ratio_from']})", "",
+                  markdown_table([{"Mapping": x["mapping"], "Option": x["option"], "Cuts": ",".join(map(str, x["cuts"])) or "-",
+                                   "Estimated stages (ms)": ", ".join(f"{v:.2f}" for v in x["estimate_ms"]),
+                                   "Measured stages (ms)": ", ".join(f"{v:.2f}" for v in x["measured_ms"]),
+                                   "Estimated (us)": round(1000 * x["estimate_sum_ms"]),
+                                   "Measured (us)": round(1000 * x["measured_sum_ms"]),
+                                   "Difference (%)": round(x["difference_pct"], 2)} for x in e["estimates"]]),
+                  "Difference = (measured - estimated) / measured: positive means the estimate is too low."]
+    lines += ["", "![FPS per method](plots/compare_fps.png)", "![Anytime curves](plots/compare_anytime.png)", ""]
+    write_text_atomic(run / "comparison.md", "\n".join(lines))
+    return {"rows": frame.to_dict("records"), "skipped": skipped}

@@ -1,0 +1,281 @@
+"""Rule `compare`: every exploration method on the same backend, evaluator cache and run, in one job.
+
+Methods: Base(G), Base(D), Interleaved, Interleaved + tuned, Profiled (profile-based GA), the
+comprehensive GA, the fine-tuning GA, exhaustive search, random search with the proposed method's
+budget, and the proposed method itself (read from the run's own phases, not rerun). Each method
+measures through its own Evaluator whose cache holds every earlier measurement of the run (so no
+configuration is measured twice across methods) and whose new rows go to `cache/compare-<method>.parquet`
+with the method as strategy and `<method>/<phase>` as phase. "Points measured" of a method counts the
+distinct configurations it asked for, whether or not another method had measured them first.
+
+Baseline-only mapping options (a single DLA stage for Base(D); the interleaved stage) are added to
+the platform for this job only, so the proposed search never explores them.
+Settings: the optional `compare` node of the run config (Hydra: `+compare.ga.population=24`).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from dse.configuration import Configuration
+from dse.errors import DseError, choices_error
+from dse.evaluate import Evaluator
+from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
+from dse.search.ga_common import GASettings
+from dse.search.recorder import RecordingProbe
+from dse.workflow.phases import RunContext, _progress
+
+METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
+           "Fine-tuning GA", "Exhaustive", "Random", "Proposed")
+SLUG = {"Base(G)": "base-g", "Base(D)": "base-d", "Interleaved": "interleaved", "Interleaved+tuned": "interleaved-tuned",
+        "Profiled": "profiled", "Comprehensive GA": "comprehensive-ga", "Fine-tuning GA": "finetune-ga",
+        "Exhaustive": "exhaustive", "Random": "random", "Proposed": "proposed"}
+# rows of the proposed method's own phases (dse.workflow.phases)
+PROPOSED_FILES = ("maximize", "explore-*", "search", "finetune")
+
+
+@dataclass
+class CompareSettings:
+    methods: tuple[str, ...] = METHODS
+    ga: GASettings = field(default_factory=lambda: GASettings(population=24, generations=20))
+    finetune_ga: GASettings = field(default_factory=lambda: GASettings(population=16, generations=10))
+    profiled_ga: GASettings = field(default_factory=lambda: GASettings(population=60, generations=60))
+    exhaustive_cap: int = 3000
+    exhaustive_max_cuts: int = 2
+
+    @classmethod
+    def from_cfg(cls, node, seed: int = 0) -> "CompareSettings":
+        d = OmegaConf.to_container(node, resolve=True) if node is not None and not isinstance(node, dict) else dict(node or {})
+        valid = set(cls.__dataclass_fields__)
+        for k in d:
+            if k not in valid:
+                raise choices_error("compare setting", k, valid)
+        out = cls()
+        by_slug = {v: k for k, v in SLUG.items()}
+        methods = tuple(by_slug.get(str(m), str(m)) for m in (d.get("methods") or out.methods))
+        for m in methods:
+            if m not in METHODS:
+                raise choices_error("comparison method", m, METHODS)
+        return cls(methods=methods,
+                   ga=GASettings.from_dict(d.get("ga"), **{**out.ga.to_dict(), "seed": seed}),
+                   finetune_ga=GASettings.from_dict(d.get("finetune_ga"), **{**out.finetune_ga.to_dict(), "seed": seed}),
+                   profiled_ga=GASettings.from_dict(d.get("profiled_ga"), **{**out.profiled_ga.to_dict(), "seed": seed}),
+                   exhaustive_cap=int(d.get("exhaustive_cap", out.exhaustive_cap)),
+                   exhaustive_max_cuts=int(d.get("exhaustive_max_cuts", out.exhaustive_max_cuts)))
+
+
+def baseline_options(platform_cfg: dict) -> dict:
+    """The platform's options plus the baseline-only ones its PEs allow (those it declares win)."""
+    from dse.platform import load_platform
+
+    p = load_platform(platform_cfg)
+    extra = {}
+    if p.dla_pes() and DLA_ONLY not in p.options:
+        extra[DLA_ONLY] = [{"pe_type": "DLA", "core": p.dla_pes()[0].core or 0}]
+    if p.dla_pes() and INTERLEAVED not in p.options and _sim_interleaves(p):
+        extra[INTERLEAVED] = [{"pe_type": "GPU", "interleaved": True}]
+    return extra
+
+
+def _sim_interleaves(p) -> bool:
+    """Whether this platform loader and backend know the interleaved stage kind."""
+    from dse.platform import StageSpec
+
+    return p.backend == "sim" and "interleaved" in StageSpec.__dataclass_fields__
+
+
+class Comparison:
+    """A run directory prepared for comparing methods: backend with baseline options, space, bounds."""
+
+    def __init__(self, run: str | Path, settings: CompareSettings | None = None):
+        self.ctx = RunContext(Path(run))
+        cfg = self.ctx.cfg
+        self.settings = settings or CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
+        platform = OmegaConf.to_container(cfg.platform, resolve=True)
+        if str(platform.get("backend")) != "ort":
+            platform["options"] = {**platform["options"], **baseline_options(platform)}
+        self.platform_cfg = OmegaConf.create(platform)
+        from dse.backends import make_backend
+
+        cfg2 = OmegaConf.merge(cfg, {"platform": self.platform_cfg})
+        self.backend = make_backend(cfg2, self.ctx.analysis)
+        from dse.search import SearchSpace
+        from dse.workflow.phases import stage_pe_types
+
+        types = stage_pe_types(self.platform_cfg)
+        if INTERLEAVED in types:
+            types[INTERLEAVED] = ["PND"]   # one stage on several PEs (the strategies' multi-PE stage type)
+        base_space = self.ctx.space
+        self.space = SearchSpace(n_layers=base_space.n_layers, feasible_cuts=base_space.feasible_cuts,
+                                 check_cuts=base_space.check_cuts, stage_pe_types=types, main_pe=base_space.main_pe)
+        self.options = self.ctx.options()          # what the proposed method explored
+        self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
+        self.base = self.ctx.base
+
+    def probe(self, method: str) -> RecordingProbe:
+        """A fresh evaluator (cache = every file of the run so far) writing the method's own file."""
+        slug = SLUG[method]
+        cache_dir = self.ctx.run / "cache"
+        store = cache_dir / f"compare-{slug}.parquet"
+        others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
+        ev = Evaluator(self.backend, store, cache_files=others, seed=int(self.ctx.cfg.seed),
+                       on_measure=_progress(f"compare {method}"))
+        return RecordingProbe(ev, strategy=method, phase_prefix=slug)
+
+    def proposed_rows(self) -> pd.DataFrame:
+        from dse.store import read
+
+        files = [p for pat in PROPOSED_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
+        frames = [read(p) for p in files]
+        frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
+        if frame is None:
+            raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
+        frame = frame[frame["strategy"] == "proposed"].sort_values("timestamp")
+        return frame.drop_duplicates("config_hash").reset_index(drop=True)
+
+
+def _answer(method: str, m, asked, *, extra: dict | None = None) -> dict:
+    return {"method": method, "measurement": m, "asked": asked, "extra": extra or {}}
+
+
+def run_method(cmp: Comparison, method: str, results: dict) -> dict:
+    """Run one method; returns {method, measurement (its answer), asked [(phase, Measurement)], extra}."""
+    from dse.search import finetune as tune
+    from dse.search.baselines import interleaved_tuned
+    from dse.search.exhaustive import exhaustive_search
+    from dse.search.ga_comprehensive import comprehensive_ga
+    from dse.search.ga_finetune import finetune_ga
+    from dse.search.ga_profiled import profiled_search, stage_estimates_ms
+    from dse.search.random_search import random_search
+
+    s, ctx, space = cmp.settings, cmp.ctx, cmp.space
+    probe = cmp.probe(method)
+    if method == "Base(G)":
+        m = probe.measure(base_g_config(cmp.base, space), "baseline")
+        return _answer(method, m, probe.asked)
+    if method == "Base(D)":
+        if DLA_ONLY not in space.options:
+            raise _Skip("the platform has no DLA")
+        m = probe.measure(base_d_config(cmp.base), "baseline")
+        return _answer(method, m, probe.asked)
+    if method in ("Interleaved", "Interleaved+tuned"):
+        if INTERLEAVED not in space.options:
+            raise _Skip("the backend has no interleaved execution")
+        if method == "Interleaved":
+            m = probe.measure(interleaved_config(cmp.base), "baseline")
+            return _answer(method, m, probe.asked)
+        r = interleaved_tuned(space, probe, cmp.base, cmp.bounds, ctx.settings)
+        return _answer(method, r.measurement, probe.asked, extra={"start": r.start.to_dict()})
+    if method == "Profiled":
+        ratio, how = _dla_ratio(cmp, results)
+        profile = cmp.backend.gpu_layer_profile(str(ctx.cfg.precision), int(ctx.cfg.batch))
+        r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings, s.profiled_ga)
+        extra = {**r.to_dict(), "ratio_from": how}
+        # Table 3.11: estimate vs measurement for the Profiled mapping and the proposed method's mapping
+        extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
+        best = _proposed_best(cmp)
+        if best is not None:
+            found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
+            pm = cmp.probe("Proposed").evaluator.evaluate(found, phase="proposed/recheck", strategy="Proposed")
+            extra["estimates"].append(_estimate_row("Proposed", found, pm, profile, ratio, space))
+        return _answer(method, r.tuned.measurement, probe.asked, extra=extra)
+    if method == "Comprehensive GA":
+        r = comprehensive_ga(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, s.ga)
+        return _answer(method, r.measurement, probe.asked, extra={"history": r.history})
+    if method == "Fine-tuning GA":
+        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
+        probe.measure(found, "start")   # the proposed mapping (already measured by the proposed search)
+        r = finetune_ga(space, probe, found, ctx.settings, s.finetune_ga)
+        mapping = len(_proposed_mapping_points(cmp))
+        return _answer(method, r.measurement, probe.asked,
+                       extra={"history": r.history, "mapping_points": mapping, "param_points": len(probe.asked) - 1})
+    if method == "Exhaustive":
+        r = exhaustive_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings,
+                              max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
+        return _answer(method, r.tuned.measurement, probe.asked, extra={"tuples": r.plan_sizes})
+    if method == "Random":
+        budget = len(cmp.proposed_rows())
+        r = random_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
+                          seed=int(ctx.cfg.seed))
+        return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
+    if method == "Proposed":
+        rows = cmp.proposed_rows()
+        from dse.store import row_to_measurement
+
+        asked = [(r["phase"], row_to_measurement(r)) for r in rows.to_dict("records")]
+        best = _proposed_best(cmp)
+        mapping = _proposed_mapping_points(cmp)
+        return _answer(method, best, asked, extra={"mapping_points": len(mapping),
+                                                   "param_points": int((rows["phase"] == "finetune").sum())})
+    raise choices_error("comparison method", method, METHODS)
+
+
+class _Skip(Exception):
+    """A method that does not apply to this platform (recorded as skipped, with the reason)."""
+
+
+def _proposed_best(cmp: Comparison):
+    path = cmp.ctx.run / "best.yaml"
+    if not path.exists():
+        return None
+    best = OmegaConf.to_container(OmegaConf.load(path))
+    cfg = Configuration.from_dict(best["config"])
+    return cmp.probe("Proposed").evaluator.cache.get(cfg.hash)
+
+
+def _proposed_mapping_points(cmp: Comparison) -> set:
+    rows = cmp.proposed_rows()
+    sub = rows[rows["phase"].isin(["option-search", "full-search"])]
+    return set(zip(sub["option"], sub["cuts"]))
+
+
+def _dla_ratio(cmp: Comparison, results: dict) -> tuple[float, str]:
+    """Whole-network DLA time / GPU time from the Base(D) and Base(G) stage times (the only DLA figure a
+    board gives), else the search setting."""
+    g, d = results.get("Base(G)"), results.get("Base(D)")
+    if g is None and DLA_ONLY in cmp.space.options:
+        g = {"measurement": cmp.probe("Base(G)").measure(base_g_config(cmp.base, cmp.space), "baseline")}
+    if d is None and DLA_ONLY in cmp.space.options:
+        d = {"measurement": cmp.probe("Base(D)").measure(base_d_config(cmp.base), "baseline")}
+    if g and d and g["measurement"].ok and d["measurement"].ok and g["measurement"].stage_ms and d["measurement"].stage_ms:
+        return float(d["measurement"].stage_ms[0] / g["measurement"].stage_ms[0]), "Base(D)/Base(G) stage times"
+    return float(cmp.ctx.settings.dla_ratio), "search.dla_ratio"
+
+
+def _estimate_row(label: str, cfg: Configuration, m, profile, ratio: float, space) -> dict:
+    from dse.search.ga_profiled import stage_estimates_ms
+
+    est = stage_estimates_ms(profile, cfg.cuts, space.stages(cfg.option), ratio)
+    meas = [float(x) for x in (m.stage_ms or [])]
+    return {"mapping": label, "option": cfg.option, "cuts": list(cfg.cuts), "estimate_ms": est, "measured_ms": meas,
+            "estimate_sum_ms": sum(est), "measured_sum_ms": sum(meas),
+            "difference_pct": 100 * (sum(meas) - sum(est)) / sum(meas) if sum(meas) else 0.0}
+
+
+def compare(run: str | Path, settings: CompareSettings | None = None) -> dict:
+    """Run every configured method, write comparison.parquet, comparison.md and the plots."""
+    from dse.report.compare import write_comparison
+
+    cmp = Comparison(run, settings)
+    results: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+    for method in cmp.settings.methods:
+        print(f"[compare] {method}", file=sys.stderr, flush=True)
+        try:
+            results[method] = run_method(cmp, method, results)
+        except _Skip as why:
+            skipped[method] = str(why)
+    return write_comparison(cmp, results, skipped)
+
+
+if __name__ == "__main__":  # the Snakemake rule's entry point: python -m dse.workflow.compare RUN
+    try:
+        compare(sys.argv[1])
+    except DseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

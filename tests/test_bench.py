@@ -1,0 +1,61 @@
+"""Smoke tests of the benchmark modules (bench/): each main() runs on a tiny input and writes its JSON.
+
+No timings are asserted: the numbers live in BENCHMARKS.md, measured on a quiet machine.
+"""
+import json
+
+from bench import analysis_speed, end_to_end, search_quality, sim_speed
+from bench.machine import machine_facts
+
+FAST = "[benchmark=tiny-detector,search.options=[E],benchmark.sample_size=200]"
+
+
+def _read(path):
+    data = json.loads(path.read_text())
+    assert data["machine"]["cores"] >= 1 and data["machine"]["versions"]["python"]
+    return data
+
+
+def test_machine_facts():
+    facts = machine_facts()
+    assert facts["cpu_model"] and facts["cores"] >= 1 and len(facts["load_avg"]) == 3
+    assert "numpy" in facts["versions"]
+
+
+def test_search_quality_tiny(tmp_path):
+    out = tmp_path / "sq.json"
+    assert search_quality.main(["--networks", "tiny-chain", "--precisions", "int8", "--cap", "200",
+                                "--output", str(out)]) == 0
+    (row,) = _read(out)["rows"]
+    assert row["network"] == "tiny-chain" and row["precision"] == "int8"
+    assert 0 < row["quality"] <= 1.0 and row["best_known_fps"] >= row["proposed_fps"] > 0
+    assert row["unique_tuples"] > 0 and row["measured"] >= row["unique_tuples"]
+    assert row["selected"] in row["option_fps"]
+
+
+def test_sim_speed_tiny(tmp_path):
+    out = tmp_path / "ss.json"
+    assert sim_speed.main(["--network", "tiny-detector", "--repeats", "2", "--options", "E", "PND-A",
+                           "--output", str(out)]) == 0
+    data = _read(out)
+    assert [r["option"] for r in data["rows"]] == ["E", "PND-A"]
+    assert all(r["ok"] and r["median_ms"] > 0 and r["us_per_frame"] > 0 for r in data["rows"])
+    assert data["rows"][1]["stages"] == 2 and len(data["rows"][1]["cuts"]) == 1
+
+
+def test_analysis_speed_tiny(tmp_path):
+    out = tmp_path / "as.json"
+    assert analysis_speed.main(["--networks", "tiny-detector", "--size", "64", "--chain-blocks", "10",
+                                "--repeats", "1", "--no-cli", "--output", str(out)]) == 0
+    rows = _read(out)["rows"]
+    assert [r["model"] for r in rows] == ["tiny-detector", "chain10"]
+    assert all(r["layers"] > 0 and len(r["cuts"]) == 2 and r["max_abs_diff"] <= 1e-5 for r in rows)
+
+
+def test_end_to_end_tiny(tmp_path):
+    out = tmp_path / "e2e.json"
+    assert end_to_end.main(["--overrides", FAST, "--keep", str(tmp_path / "wd"), "--output", str(out)]) == 0
+    data = _read(out)
+    assert set(data["runs"]) == {"cold", "warm"}
+    assert all(r["rc"] == 0 and r["wall_s"] > 0 for r in data["runs"].values())
+    assert data["reports"] == ["results/tiny-detector/xavier-agx-sim/int8-b1-64/report.md"]

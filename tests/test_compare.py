@@ -1,0 +1,59 @@
+"""Rule `compare` for real: Snakemake on a tiny network in a temp dir, every method in one job."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
+FAST = ("[benchmark=tiny-detector,search.options=[E,A,PND-A],benchmark.sample_size=300,"
+        "+compare={ga:{population:6,generations:2},finetune_ga:{population:4,generations:1},"
+        "profiled_ga:{population:8,generations:3},exhaustive_cap:200}]")
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("cmp")
+    for name in ("Snakefile", "workflow", "config"):
+        os.symlink(REPO / name, wd / name)
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "compare", "--config", f"overrides={FAST}"]
+    proc = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return wd / RUN
+
+
+def test_one_row_per_method(compared):
+    frame = pd.read_parquet(compared / "comparison.parquet")
+    from dse.workflow.compare import METHODS
+
+    assert list(frame["method"]) == [m for m in METHODS if m in set(frame["method"])]
+    ran = frame[frame["status"] != "skipped"].set_index("method")
+    assert {"Base(G)", "Base(D)", "Profiled", "Comprehensive GA", "Fine-tuning GA", "Exhaustive", "Random",
+            "Proposed"} <= set(ran.index)
+    assert (ran["fps"] > 0).all() and (ran["points_measured"] >= 1).all()
+    assert ran.loc["Random", "points_measured"] == ran.loc["Proposed", "points_measured"]
+    assert ran.loc["Proposed", "fps"] > ran.loc["Base(G)", "fps"]
+    assert ran.loc["Base(D)", "engines_gpu"] == 0 and ran.loc["Base(D)", "engines_dla"] == 1
+    for _, r in ran.iterrows():
+        curve = json.loads(r["anytime_json"])
+        assert len(curve) == r["points_measured"] and curve == sorted(curve)
+    md = (compared / "comparison.md").read_text()
+    assert "Table 3.11" in md and "| Proposed |" in md
+    assert (compared / "plots" / "compare_fps.png").stat().st_size > 0
+    assert (compared / "plots" / "compare_anytime.png").stat().st_size > 0
+
+
+def test_nothing_measured_twice_and_methods_labelled(compared):
+    files = sorted((compared / "cache").glob("*.parquet"))
+    frame = pd.concat([pd.read_parquet(p) for p in files], ignore_index=True)
+    assert frame["config_hash"].is_unique, "a configuration was measured twice across methods"
+    own = {p.stem: set(pd.read_parquet(p)["strategy"]) for p in files if p.stem.startswith("compare-")}
+    assert own, "no method measured anything new"
+    for stem, strategies in own.items():
+        assert len(strategies) == 1, (stem, strategies)
+    phases = set(frame.loc[frame["strategy"] != "proposed", "phase"]) - {"baseline"}
+    assert all("/" in p for p in phases), phases   # compare rows never pass for the proposed method's phases
