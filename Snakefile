@@ -21,6 +21,8 @@ wildcard_constraints:
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/explore.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/bench.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:

@@ -34,7 +34,10 @@ def test_one_row_per_method(compared):
     ran = frame[frame["status"] != "skipped"].set_index("method")
     assert {"Base(G)", "Base(D)", "Profiled", "Comprehensive GA", "Fine-tuning GA", "Exhaustive", "Random",
             "Proposed"} <= set(ran.index)
-    assert (ran["fps"] > 0).all() and (ran["points_measured"] >= 1).all()
+    searched = ran.drop(index=[m for m in ("Interleaved", "Interleaved+tuned") if m in ran.index])
+    assert (searched["fps"] > 0).all() and (ran["points_measured"] >= 1).all()
+    for m in ("Interleaved", "Interleaved+tuned"):   # Xavier: 2 x the whole-network DLA loadables > 4
+        assert m not in ran.index or ran.loc[m, "fps"] > 0 or "loadables" in ran.loc[m, "reason"]
     assert ran.loc["Random", "points_measured"] == ran.loc["Proposed", "points_measured"]
     assert ran.loc["Proposed", "fps"] > ran.loc["Base(G)", "fps"]
     assert ran.loc["Base(D)", "engines_gpu"] == 0 and ran.loc["Base(D)", "engines_dla"] == 1

@@ -74,7 +74,7 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
             "streams": ",".join(map(str, c.streams)) if c else "", "buffers": c.buffers if c else 0,
             "pre_threads": c.pre_threads if c else 0, "post_threads": c.post_threads if c else 0,
             "config_hash": c.hash if c else "", "anytime_json": json.dumps(curve),
-            "extra_json": json.dumps(extra, default=str), "reason": "",
+            "extra_json": json.dumps(extra, default=str), "reason": m.reason if m is not None else "",
         })
     for method, why in skipped.items():
         rows.append({"method": method, "status": "skipped", "reason": why, "anytime_json": "[]", "extra_json": "{}"})
@@ -146,6 +146,8 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
              "would spend on this method alone (runs + engine builds).", ""]
     for method, why in skipped.items():
         lines.append(f"- {method}: skipped ({why})")
+    for _, r in frame[frame["status"] == "failed"].iterrows():
+        lines.append(f"- {r['method']}: the board refused its answer ({r['reason']})")
     prof = results.get("Profiled")
     if prof and prof["extra"].get("estimates"):
         e = prof["extra"]

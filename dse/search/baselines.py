@@ -42,11 +42,8 @@ def interleaved_config(base: Configuration, n_pes: int = INTERLEAVED_PES) -> Con
 @dataclass
 class TunedResult:
     start: Configuration
-    result: FinetuneResult
-
-    @property
-    def measurement(self) -> Measurement:
-        return self.result.measurement
+    measurement: Measurement
+    result: FinetuneResult | None   # None when the board refused the starting configuration
 
 
 def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
@@ -63,4 +60,9 @@ def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
                        buffers=max(int(bounds["buffers"]), streams, int(bounds["pre"]), int(bounds["post"])))
     tuned_settings = settings.with_(max_streams=max(settings.max_streams, streams),
                                     max_buffers=max(settings.max_buffers, start.buffers))
-    return TunedResult(start, finetune(space, as_probe(evaluator), start, tuned_settings))
+    probe = as_probe(evaluator)
+    first = probe.measure(start, "start")
+    if not first.ok:  # nothing to tune (e.g. too many DLA loadables): report the refusal, do not shrink it away
+        return TunedResult(start, first, None)
+    result = finetune(space, probe, start, tuned_settings)
+    return TunedResult(start, result.measurement, result)

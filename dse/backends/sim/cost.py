@@ -76,7 +76,11 @@ class CostModel:
         self.scale = float(scale)
         self._cache: dict[tuple, _PerLayer] = {}
         self.dla_ok = self._dla_support()
-        self._unsupported = np.flatnonzero(~self.dla_ok)
+        # An unsupported layer nothing reads (a detection head feeding only network outputs) runs on the GPU
+        # but does not split the DLA subgraph: TensorRT's DLA partitions are connected components.
+        leaf = table.leaf if table.leaf is not None else np.zeros(table.n, dtype=bool)
+        self._unsupported = np.flatnonzero(~self.dla_ok & ~leaf)
+        self._leaf_fallback = np.flatnonzero(~self.dla_ok & leaf)
 
     # ---- per layer -------------------------------------------------------------------------------
     def _dla_support(self) -> np.ndarray:
@@ -170,6 +174,10 @@ class CostModel:
         occ = (ot + extra * g.min_occupancy) / total if total > 0 else g.min_occupancy
         return StageCost(first, last, "gpu", (Phase("gpu", total, occ, "infer"),))
 
+    def _leaves(self, first: int, last: int) -> np.ndarray:
+        lo, hi = np.searchsorted(self._leaf_fallback, [first, last + 1])
+        return self._leaf_fallback[lo:hi]
+
     def dla_runs(self, first: int, last: int) -> list[tuple[bool, int, int]]:
         """Maximal runs (on_dla, a, b) of layers first..last split at unsupported layers."""
         runs: list[tuple[bool, int, int]] = []
@@ -214,6 +222,8 @@ class CostModel:
                 r = self.reformat_us(a - 1, precision, batch) + (boundary if k == 0 else 0.0)
                 add_gpu(r, r * self._reformat_occ(a - 1, batch), "reformat")
                 t, _ = self._range(pd, a, b)
+                leaves = self._leaves(a, b)
+                t -= float(sum(pd.cum_t[i + 1] - pd.cum_t[i] for i in leaves))
                 phases.append(Phase("dla", t + d.per_inference_us, 1.0, f"loadable{loadables}"))
                 loadables += 1
             else:
@@ -227,6 +237,13 @@ class CostModel:
         if runs and runs[-1][0]:
             r = self.reformat_us(last, precision, batch)
             add_gpu(r, r * self._reformat_occ(last, batch), "reformat")
+        leaves = self._leaves(first, last)
+        if len(leaves):  # leaf fallback layers: GPU kernels on the DLA loadables' outputs
+            t = float(sum(pg.cum_t[i + 1] - pg.cum_t[i] for i in leaves))
+            ot = float(sum(pg.cum_occ[i + 1] - pg.cum_occ[i] for i in leaves))
+            add_gpu(t, ot, "fallback")
+            fallback += len(leaves)
+            fallback_ids.extend(int(i) for i in leaves)
         return StageCost(first, last, "dla", tuple(phases), loadables=loadables, fallback_layers=fallback,
                          fallback_ids=fallback_ids)
 

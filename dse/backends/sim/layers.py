@@ -85,6 +85,7 @@ class LayerTable:
     boxes: int                  # candidate boxes per image of the detection heads (for post-processing)
     batch: int                  # batch the table was analysed at
     digest: str
+    leaf: np.ndarray | None = None   # bool: no layer reads its outputs (e.g. a YOLO head feeding only outputs)
 
     @property
     def n(self) -> int:
@@ -242,4 +243,6 @@ def layer_table(frame, digest: str | None = None) -> LayerTable:
     return LayerTable(names=names, op_types=ops, macs=macs, param_bytes=param_bytes, in_bytes=in_bytes,
                       out_bytes=out_bytes, out_elems=out_elems, kind=kind, fused=fused, kernel=kernel, out_channels=out_channels,
                       concat_axis=concat_axis, crossing_bytes=crossing, input_bytes=input_bytes,
-                      boxes=_detect_boxes(names, ops, out_shapes), batch=batch, digest=digest)
+                      boxes=_detect_boxes(names, ops, out_shapes), batch=batch, digest=digest,
+                      leaf=np.array([bool(outs) and not any(consumers.get(t) for t in outs) for outs in outputs],
+                                    dtype=bool))

@@ -1,0 +1,28 @@
+# Benchmarks (bench/, results in BENCHMARKS.md): `snakemake --cores 2 bench`. Not part of `all`.
+# Each writes bench/results/<name>.json in the working directory; an existing file is up to date, so
+# re-measure with `snakemake --cores 2 bench --forcerun bench_module`. A benchmark takes every core
+# (threads: workflow.cores), so they run one at a time and do not disturb each other's timings.
+from pathlib import Path
+
+BENCH_ROOT = Path(workflow.main_snakefile).resolve().parent  # the repository, where the bench package lives
+BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality"]
+
+
+rule bench_module:
+    """One benchmark module: python -m bench.<name> --output bench/results/<name>.json."""
+    output:
+        "bench/results/{name}.json",
+    wildcard_constraints:
+        name="|".join(BENCHES),
+    threads: workflow.cores
+    log:
+        "bench/logs/{name}.log",
+    shell:
+        "PYTHONPATH={BENCH_ROOT}${{PYTHONPATH:+:$PYTHONPATH}} {sys.executable} -m bench.{wildcards.name} "
+        "--output {output} > {log} 2>&1"
+
+
+rule bench:
+    """Every benchmark of bench/."""
+    input:
+        expand("bench/results/{name}.json", name=BENCHES),

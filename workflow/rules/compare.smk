@@ -1,0 +1,22 @@
+rule comparison:
+    """All exploration methods on this run's backend and measurement cache (thesis Sec. 3.6.4)."""
+    input:
+        "{run}/best.yaml",
+        "{run}/report.md",
+    output:
+        "{run}/comparison.parquet",
+        md="{run}/comparison.md",
+        fps="{run}/plots/compare_fps.png",
+        anytime="{run}/plots/compare_anytime.png",
+    log:
+        "{run}/logs/compare.log",
+    resources:
+        board=1,
+    shell:
+        "{sys.executable} -m dse.workflow.compare {wildcards.run} 2> >(tee {log} >&2)"
+
+
+rule compare:
+    """Target: `snakemake --cores N compare` compares every method on every planned run."""
+    input:
+        expand("{run}/comparison.md", run=list(RUNS)),
