@@ -236,3 +236,33 @@ def test_if_with_shape_derived_condition_is_flattened():
     assert [(n.op_type, list(n.output)) for n in sanitized.graph.node] == [("Relu", ["r"]), ("Sigmoid", ["y"])]
     feeds = model_inputs(model, {"x": [2, 3, 4, 4]})
     np.testing.assert_allclose(run_ort(sanitized, feeds)["y"], run_ort(model, feeds)["y"])
+
+
+def test_shape_with_start_end_folds_to_the_right_value():
+    """opset >= 15 Shape(start, end), as torch.export writes for interpolate(size=y.shape[-2:]): the folded
+    Resize sizes must be the sliced shape (onnx-graphsurgeon alone folds the whole shape)."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from dse.graph.model import load_model
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["small"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Shape", ["small"], ["nc"], start=0, end=2),
+        helper.make_node("Shape", ["x"], ["hw"], start=2, end=4),
+        helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+        helper.make_node("Resize", ["small", "", "", "sizes"], ["y"], mode="nearest"),
+    ]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9  # what exporters write (onnxruntime reads IR <= 13)
+    sanitized = load_model(model, {"x": [1, 4, 8, 6]})
+    assert [n.op_type for n in sanitized.graph.node] == ["MaxPool", "Resize"]
+    out = [o for o in sanitized.graph.output if o.name == "y"][0]
+    assert [d.dim_value for d in out.type.tensor_type.shape.dim] == [1, 4, 8, 6]
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 4, 8, 6)).astype(np.float32)}
+    got = ort.InferenceSession(sanitized.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    np.testing.assert_array_equal(got, want)

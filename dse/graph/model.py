@@ -191,7 +191,7 @@ def _infer(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
     lg.node.extend(graph.node)
     lg.input.extend(graph.input)
     lg.output.extend(graph.output)
-    lg.value_info.extend(graph.value_info)
+    # value_info is recomputed: an exporter's symbolic shapes (e.g. torch.export dynamic dims) would mask the static ones
     lg.sparse_initializer.extend(graph.sparse_initializer)
     for tensor in graph.initializer:
         if _numel(tensor.dims) <= _LIGHT_ELEMENTS:  # shapes, axes, scales: data propagation needs values
@@ -219,6 +219,34 @@ def _numel(dims) -> int:
     return n
 
 
+def _fold_static_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Replace Shape nodes of statically shaped tensors by constants, honouring the start/end attributes of
+    opset >= 15 (onnx-graphsurgeon's shape folding ignores them and would fold a wrong value)."""
+    import numpy as np
+
+    known: dict[str, list[int]] = {}
+    for vi in [*model.graph.input, *model.graph.value_info, *model.graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            known[vi.name] = [d.dim_value for d in dims]
+    for t in model.graph.initializer:
+        known[t.name] = list(t.dims)
+    keep = []
+    for node in model.graph.node:
+        if node.op_type == "Shape" and node.input[0] in known:
+            shape = known[node.input[0]]
+            attrs = {a.name: a.i for a in node.attribute}
+            start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+            value = np.array(shape[slice(start, end)], dtype=np.int64)
+            model.graph.initializer.append(onnx.numpy_helper.from_array(value, node.output[0]))
+        else:
+            keep.append(node)
+    if len(keep) != len(model.graph.node):
+        del model.graph.node[:]
+        model.graph.node.extend(keep)
+    return model
+
+
 def _fold(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
     """Shape inference and constant folding (shape subgraphs included) until nothing changes."""
     import onnx_graphsurgeon as gs
@@ -237,7 +265,7 @@ def _fold(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
     try:
         signature = [n.op_type for n in model.graph.node]
         for _ in range(_MAX_FOLD_PASSES):
-            model = _infer(model, label)
+            model = _fold_static_shapes(_infer(model, label))
             graph = gs.import_onnx(model)
             graph.fold_constants(fold_shapes=True, error_ok=True, flatten_subgraphs=True)
             graph.cleanup(remove_unused_graph_inputs=False)  # keep the exporter's order
@@ -246,6 +274,7 @@ def _fold(model: onnx.ModelProto, label: str) -> onnx.ModelProto:
             if current == signature:
                 break
             signature = current
+        model = _infer(model, label)  # shapes of what the last fold made constant (e.g. Resize sizes)
     except DseError:
         raise
     except Exception as exc:
