@@ -1,0 +1,159 @@
+"""Search quality on the virtual Xavier AGX: the proposed method's best FPS against the best known one.
+
+For every network x precision: ``run_search`` (maximizer -> global search of every option -> full search
+of the best option -> fine-tuning) and, through the same evaluator cache, an exhaustive sweep
+(``dse.search.exhaustive``): every feasible cut tuple of every option with at most ``--max-cuts`` cuts
+(while all tuples together stay under ``--cap``; otherwise only the 1-cut and single-stage options),
+each at the maximizer's parameters and the option's stream tuple, the best of them fine-tuned like
+the proposed method's answer. "Best known" = max(exhaustive, proposed) FPS; the quality ratio is
+proposed / best known (and proposed / exhaustive is kept too: above 1 where the proposed method
+found a 2-/3-cut configuration the restricted sweep could not see).
+
+Next to it: measurements spent, unique cut tuples (Table 3.4's count), engines built (Table 3.7) and
+the selected option against the thesis' Table 3.5.
+
+Run: ``python -m bench.search_quality [--networks yolov4 ...] [--precisions int8 fp16]``;
+writes bench/results/search_quality.json (rewritten after every network, so a cut-short run keeps
+what it finished).
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from bench.machine import load_average, write_result
+
+OUT = Path(__file__).resolve().parent / "results" / "search_quality.json"
+NETWORKS = ("yolov2", "yolov2-tiny", "yolov3", "yolov3-tiny", "yolov4", "yolov4-tiny", "yolov4-csp", "cspnet",
+            "densenet-yolo")
+PLATFORM = "xavier-agx-sim"
+
+# Thesis Table 3.4 (tuples measured on the board) and Table 3.5 (selected option, cuts), per precision.
+THESIS_TUPLES = {
+    "yolov2": {"fp16": 249, "int8": 243}, "yolov2-tiny": {"fp16": 178, "int8": 172},
+    "yolov3": {"fp16": 223, "int8": 260}, "yolov3-tiny": {"fp16": 183, "int8": 174},
+    "yolov4": {"fp16": 283, "int8": 344}, "yolov4-tiny": {"fp16": 294, "int8": 214},
+    "yolov4-csp": {"fp16": 319, "int8": 320}, "cspnet": {"fp16": 308, "int8": 424},
+    "densenet-yolo": {"fp16": 386, "int8": 325},
+}
+THESIS_OPTION = {
+    "yolov2": {"fp16": "PND-A (23)", "int8": "PND-A (16)"},
+    "yolov2-tiny": {"fp16": "PND-A (11)", "int8": "E"},
+    "yolov3": {"fp16": "PND-A (57)", "int8": "PND-A (59)"},
+    "yolov3-tiny": {"fp16": "PND-A (5)", "int8": "E"},
+    "yolov4": {"fp16": "PND-A (82)", "int8": "PND-A (87)"},
+    "yolov4-tiny": {"fp16": "PND-B (30,45)", "int8": "E"},
+    "yolov4-csp": {"fp16": "PND-A (80)", "int8": "PND-A (88)"},
+    "cspnet": {"fp16": "C (30,35)", "int8": "PND-B (34,106)"},
+    "densenet-yolo": {"fp16": "PND-A (95)", "int8": "PND-A (98)"},
+}
+
+
+def build(network: str, precision: str, engine_root: Path, platform: str = PLATFORM):
+    """Config, analysis, backend, search space, settings and base configuration of one benchmark run."""
+    from dse.backends import make_backend
+    from dse.config import compose_config
+    from dse.configuration import Configuration
+    from dse.network import load_analysis
+    from dse.search import SearchSettings, SearchSpace
+    from dse.workflow.phases import stage_pe_types
+
+    cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}"])
+    analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
+    backend = make_backend(cfg, analysis, engine_root=engine_root)
+    profile = None
+    if hasattr(backend, "gpu_layer_profile"):
+        def profile():
+            return backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch))
+    space = SearchSpace(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
+                        check_cuts=lambda cuts: analysis.check_cuts(list(cuts)),
+                        stage_pe_types=stage_pe_types(cfg.platform),
+                        main_pe=str(cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
+    settings = SearchSettings.from_dict(OmegaConf.to_container(cfg.search, resolve=True))
+    base = Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
+                         precision=str(cfg.precision), batch=int(cfg.batch),
+                         input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
+    return cfg, analysis, backend, space, settings, base
+
+
+def describe(config) -> str:
+    cuts = ",".join(str(c) for c in config.cuts)
+    return f"{config.option}" + (f" ({cuts})" if cuts else "")
+
+
+def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, platform: str = PLATFORM) -> dict:
+    """Proposed vs exhaustive for one network and precision."""
+    from dse.evaluate import Evaluator
+    from dse.search import Probe, run_search
+    from dse.search.exhaustive import exhaustive_search
+
+    load = load_average()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform)
+        t_analysis = time.perf_counter() - t0
+        ev = Evaluator(backend, seed=int(cfg.seed))
+        t1 = time.perf_counter()
+        proposed = run_search(space, Probe(ev), base, settings)
+        t_proposed = time.perf_counter() - t1
+        engines = ev._built_counts()
+        t2 = time.perf_counter()
+        ex_probe = Probe(ev, "exhaustive")
+        ex = exhaustive_search(space, ex_probe, base, space.options, proposed.maximize.bounds, settings,
+                               max_cuts=max_cuts, cap=cap)
+        t_ex = time.perf_counter() - t2
+    best = proposed.finetune.config
+    best_known = max(ex.fps, proposed.finetune.fps)
+    return {
+        "network": network, "precision": precision, "platform": platform, "layers": len(analysis.layers),
+        "feasible_cuts": len(analysis.feasible_cuts),
+        "proposed_fps": proposed.finetune.fps, "exhaustive_fps": ex.fps, "best_known_fps": best_known,
+        "quality": proposed.finetune.fps / best_known if best_known > 0 else None,
+        "proposed_over_exhaustive": proposed.finetune.fps / ex.fps if ex.fps > 0 else None,
+        "measured": proposed.measured, "unique_tuples": proposed.unique_tuples,
+        "param_points": proposed.param_points, "engines_built": engines,
+        "engines_built_total": sum(engines.values()),
+        "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision),
+        "selected": proposed.selected, "selected_config": describe(best),
+        "best_config": best.to_dict(), "thesis_option": THESIS_OPTION.get(network, {}).get(precision),
+        "option_fps": {o: r.fps for o, r in proposed.options.items()},
+        "exhaustive_tuples": ex.plan_sizes, "exhaustive_measured": ex_probe.measured,
+        "exhaustive_best": describe(ex.tuned.config),
+        "seconds": {"analysis": round(t_analysis, 2), "proposed": round(t_proposed, 2),
+                    "exhaustive": round(t_ex, 2)},
+        "load_avg_start": load, "load_avg_end": load_average(),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    ap.add_argument("--precisions", nargs="+", default=["fp16", "int8"])
+    ap.add_argument("--platform", default=PLATFORM)
+    ap.add_argument("--max-cuts", type=int, default=2, help="exhaustive: options with at most this many cuts")
+    ap.add_argument("--cap", type=int, default=3000, help="exhaustive: most cut tuples over all options")
+    ap.add_argument("--output", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+
+    rows = []
+    params = {"max_cuts": args.max_cuts, "cap": args.cap, "platform": args.platform}
+    for network in args.networks:
+        for precision in args.precisions:
+            row = one(network, precision, max_cuts=args.max_cuts, cap=args.cap, platform=args.platform)
+            rows.append(row)
+            print(f"{network:14s} {precision}: proposed {row['proposed_fps']:.1f} / best known "
+                  f"{row['best_known_fps']:.1f} = {row['quality']:.3f}; {row['unique_tuples']} tuples "
+                  f"(thesis {row['thesis_tuples']}), {row['measured']} measured, "
+                  f"{row['engines_built_total']} engines; {row['selected_config']} (thesis "
+                  f"{row['thesis_option']}); exhaustive {row['exhaustive_best']} {row['seconds']} "
+                  f"load {row['load_avg_start']}", flush=True)
+            write_result(args.output, {"benchmark": "search_quality", "params": params, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
