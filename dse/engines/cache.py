@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Callable
 
 from dse.errors import DseError
+from dse.store.atomic import fsync_dir as _fsync_dir
+from dse.store.atomic import umask_mode as _umask_mode
+from dse.store.atomic import write_bytes_atomic as atomic_write_bytes
 
 SIDECAR_EXT = "json"
 
@@ -76,44 +79,6 @@ def _versions() -> dict:
         except Exception:  # not installed here
             continue
     return out
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _umask_mode() -> int:
-    """The mode a plain open() would give a new file (mkstemp makes 0600 files, too strict for shared caches)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same directory: fsync, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
 
 class EngineCache:
