@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from omegaconf import OmegaConf
 
 from bench.machine import load_average, write_result
 
@@ -57,26 +56,15 @@ def build(network: str, precision: str, engine_root: Path, platform: str = PLATF
     """Config, analysis, backend, search space, settings and base configuration of one benchmark run."""
     from dse.backends import make_backend
     from dse.config import compose_config
-    from dse.configuration import Configuration
     from dse.network import load_analysis
-    from dse.search import SearchSettings, SearchSpace
-    from dse.workflow.phases import stage_pe_types
+    from dse.workflow.phases import base_configuration, search_settings, search_space
 
     cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}"])
     analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
     backend = make_backend(cfg, analysis, engine_root=engine_root)
-    profile = None
-    if hasattr(backend, "gpu_layer_profile"):
-        def profile():
-            return backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch))
-    space = SearchSpace(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-                        check_cuts=lambda cuts: analysis.check_cuts(list(cuts)),
-                        stage_pe_types=stage_pe_types(cfg.platform),
-                        main_pe=str(cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
-    settings = SearchSettings.from_dict(OmegaConf.to_container(cfg.search, resolve=True))
-    base = Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
-                         precision=str(cfg.precision), batch=int(cfg.batch),
-                         input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
+    space = search_space(cfg, analysis, backend)
+    settings = search_settings(cfg)
+    base = base_configuration(cfg, analysis)
     return cfg, analysis, backend, space, settings, base
 
 

@@ -5,7 +5,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import onnx
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from dse.errors import DseError
 

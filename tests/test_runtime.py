@@ -128,8 +128,6 @@ def test_failure_stops_run_with_error(where):
 
 
 def test_watchdog_ends_a_stalled_run():
-    import time
-
     gate = threading.Event()
 
     def stuck(x):
@@ -150,7 +148,6 @@ def test_metrics_helpers():
 
 def test_ort_backend_measures_and_refuses(detector):
     from dse.backends.ort import OrtBackend
-    from dse.engines.cache import EngineCache
 
     be = OrtBackend("host-cpu", detector, sample_size=30, warmup=3, model="tiny-detector", keep_outputs=True)
     assert {"E", str(len(CORES))} <= set(be.platform.options)

@@ -5,7 +5,6 @@ import subprocess
 import sys
 import time
 
-import pandas as pd
 import pytest
 
 from dse.configuration import Configuration

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from dse.backends.checks import check_cuts, check_layout
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
@@ -82,18 +83,9 @@ class OrtBackend:
     def check(self, config: Configuration) -> str | None:
         """Why this configuration cannot run here, or None."""
         p = self.platform
-        try:
-            config.validate()
-        except DseError as exc:
-            return str(exc)
-        if config.option not in p.options:
-            return f"unknown mapping option {config.option!r} for {p.name}; valid choices: {', '.join(sorted(p.options))}"
-        option = p.options[config.option]
-        if len(config.cuts) != option.n_stages - 1:
-            return (f"option {config.option} ({option.describe()}) has {option.n_stages} stage(s) and needs "
-                    f"{option.n_stages - 1} cut(s), got {list(config.cuts)}")
-        if len(config.streams) != option.n_stages:
-            return f"option {config.option} has {option.n_stages} stage(s) but streams {list(config.streams)}"
+        reason = check_layout(config, p.options, p.name)
+        if reason:
+            return reason
         if config.precision not in p.precisions:
             return (f"platform {p.name} runs precision(s) {', '.join(p.precisions)}, not {config.precision} "
                     f"(set precision=fp32)")
@@ -104,14 +96,7 @@ class OrtBackend:
             return f"the analysed network has batch {shape[0]}; configuration asks for batch {config.batch}"
         if self.input_size and config.input_size != self.input_size:
             return f"the analysed network has input size {self.input_size}; configuration asks for {config.input_size}"
-        if config.cuts:
-            try:
-                reason = self.analysis.check_cuts(list(config.cuts))
-            except DseError as exc:
-                reason = str(exc)
-            if reason:
-                return f"infeasible cuts {list(config.cuts)}: {reason}"
-        return None
+        return check_cuts(config, self.analysis)
 
     # --- run -------------------------------------------------------------------------------------------------
     def engines(self, config: Configuration) -> tuple[list, list[str], float]:
@@ -160,7 +145,6 @@ class OrtBackend:
         reason = self.check(config)
         if reason:
             return Measurement.failed(config, reason, backend=self.name)
-        t0 = time.perf_counter()
         try:
             app = self.application_for(config)
             stage_engines, keys, build_s = self.engines(config)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dse.backends.checks import check_cuts, check_layout
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
@@ -129,17 +130,10 @@ class TrtBackend:
 
     def check(self, config: Configuration) -> str | None:
         p = self.platform
-        try:
-            config.validate()
-        except DseError as exc:
-            return str(exc)
-        if config.option not in p.options:
-            return f"unknown mapping option {config.option!r} for {p.name}; valid choices: {', '.join(sorted(p.options))}"
+        reason = check_layout(config, p.options, p.name)
+        if reason:
+            return reason
         option = p.options[config.option]
-        if len(config.cuts) != option.n_stages - 1 or len(config.streams) != option.n_stages:
-            return (f"option {config.option} ({option.describe()}) has {option.n_stages} stage(s): it needs "
-                    f"{option.n_stages - 1} cut(s) and {option.n_stages} stream counts, got cuts {list(config.cuts)} "
-                    f"streams {list(config.streams)}")
         for k, (spec, s) in enumerate(zip(option.stages, config.streams)):
             if spec.pe_type == "dla" and config.precision == "fp32":
                 return f"stage {k} runs on a DLA, which runs fp16/int8 only, not fp32"
@@ -147,11 +141,7 @@ class TrtBackend:
                 return f"stage {k} is PND (both DLAs) and needs at least 2 streams, got {s}"
             if s > p.limits.max_streams_per_stage:
                 return f"stage {k}: at most {p.limits.max_streams_per_stage} streams, got {s}"
-        if config.cuts:
-            reason = self.analysis.check_cuts(list(config.cuts))
-            if reason:
-                return f"infeasible cuts {list(config.cuts)}: {reason}"
-        return None
+        return check_cuts(config, self.analysis)
 
     def stage_pes(self, config: Configuration) -> list[list[tuple[str, str, int | None]]]:
         """Per stage: [(PE name, PE type GPU|DLA, DLA core or None)], two entries for a PND stage."""

@@ -21,13 +21,12 @@ import platform as _platform
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from dse.errors import DseError
-from dse.store.atomic import fsync_dir as _fsync_dir
 from dse.store.atomic import umask_mode as _umask_mode
 from dse.store.atomic import write_bytes_atomic as atomic_write_bytes
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Mapping, Sequence
 
-from deap import base, creator
+from deap import algorithms, base, creator, tools
 
+from dse.configuration import Configuration
 from dse.errors import DseError
+from dse.measurement import Measurement
+from dse.search.probe import score
+from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace
 
 
@@ -53,6 +57,66 @@ def deap_types():
     if not hasattr(creator, "DseIndividual"):
         creator.create("DseIndividual", list, fitness=creator.DseFitnessMax)
     return creator.DseFitnessMax, creator.DseIndividual
+
+
+def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSettings, main_pe: str) -> int:
+    """Largest stream count the GAs try for a stage: the maximizer's for the main PE, 2x/4x the DLA default."""
+    if stage_type == main_pe:
+        return max(1, int(bounds["streams"]))
+    if stage_type == "PND":
+        return 4 * settings.dla_streams
+    return 2 * settings.dla_streams
+
+
+@dataclass
+class GAResult:
+    config: Configuration
+    measurement: Measurement
+    evaluations: int                 # fitness calls (repeats included)
+    history: list[float] = field(default_factory=list)   # best FPS per generation
+
+    @property
+    def fps(self) -> float:
+        return score(self.measurement)
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "fps": self.fps, "evaluations": self.evaluations,
+                "history": self.history}
+
+
+def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str) -> tuple[list, list[float]]:
+    """DEAP's eaSimple under a seeded global ``random`` (DEAP draws from it), state restored after."""
+    state = random.getstate()
+    random.seed(f"{ga.seed}:{salt}")
+    try:
+        pop = toolbox.population(n=ga.population)
+        hof = tools.HallOfFame(1)
+        stats = tools.Statistics(lambda ind: ind.fitness.values[0])
+        stats.register("max", max)
+        _, log = algorithms.eaSimple(pop, toolbox, cxpb=ga.cxpb, mutpb=ga.mutpb, ngen=ga.generations,
+                                     stats=stats, halloffame=hof, verbose=False)
+    finally:
+        random.setstate(state)
+    return hof, [float(r["max"]) for r in log]
+
+
+def int_vector_toolbox(lows: Sequence[int], highs: Sequence[int], evaluate: Callable, ga: GASettings,
+                       mutate_indpb: float) -> base.Toolbox:
+    """DEAP toolbox over integer vectors with per-gene bounds: uniform crossover, uniform-int mutation,
+    tournament selection (the comprehensive and fine-tuning GAs)."""
+    _, individual_type = deap_types()
+
+    def individual():
+        return individual_type(random.randint(lo, hi) for lo, hi in zip(lows, highs))
+
+    tb = base.Toolbox()
+    tb.register("individual", individual)
+    tb.register("population", tools.initRepeat, list, tb.individual)
+    tb.register("evaluate", evaluate)
+    tb.register("mate", tools.cxUniform, indpb=0.5)
+    tb.register("mutate", tools.mutUniformInt, low=list(lows), up=list(highs), indpb=mutate_indpb)
+    tb.register("select", tools.selTournament, tournsize=ga.tournament)
+    return tb
 
 
 def repair_cuts(space: SearchSpace, wanted: Sequence[int], n: int, budget: int = 400) -> tuple[int, ...] | None:

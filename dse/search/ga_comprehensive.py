@@ -9,15 +9,10 @@ nothing), so points measured = distinct configurations the GA asked for.
 """
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from deap import algorithms, base, tools
-
 from dse.configuration import Configuration
-from dse.measurement import Measurement
-from dse.search.ga_common import GASettings, deap_types, repair_cuts
+from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, repair_cuts, run_ga, stream_cap
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
@@ -26,52 +21,10 @@ from dse.search.space import Evaluator, SearchSpace
 PHASE = "comprehensive-ga"
 
 
-def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSettings, main_pe: str) -> int:
-    """Largest stream count the GAs try for a stage: the maximizer's for the main PE, 2x/4x the DLA default."""
-    if stage_type == main_pe:
-        return max(1, int(bounds["streams"]))
-    if stage_type == "PND":
-        return 4 * settings.dla_streams
-    return 2 * settings.dla_streams
-
-
-@dataclass
-class GAResult:
-    config: Configuration
-    measurement: Measurement
-    evaluations: int                 # fitness calls (repeats included)
-    history: list[float] = field(default_factory=list)   # best FPS per generation
-
-    @property
-    def fps(self) -> float:
-        return score(self.measurement)
-
-    def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "fps": self.fps, "evaluations": self.evaluations,
-                "history": self.history}
-
-
-def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str) -> tuple[list, list[float]]:
-    """DEAP's eaSimple under a seeded global ``random`` (DEAP draws from it), state restored after."""
-    state = random.getstate()
-    random.seed(f"{ga.seed}:{salt}")
-    try:
-        pop = toolbox.population(n=ga.population)
-        hof = tools.HallOfFame(1)
-        stats = tools.Statistics(lambda ind: ind.fitness.values[0])
-        stats.register("max", max)
-        _, log = algorithms.eaSimple(pop, toolbox, cxpb=ga.cxpb, mutpb=ga.mutpb, ngen=ga.generations,
-                                     stats=stats, halloffame=hof, verbose=False)
-    finally:
-        random.setstate(state)
-    return hof, [float(r["max"]) for r in log]
-
-
 def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg: Configuration,
                      options: Sequence[str], bounds: Mapping[str, int], settings: SearchSettings,
                      ga: GASettings) -> GAResult:
     probe = as_probe(evaluator)
-    _, Individual = deap_types()
     options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
     m_cuts = max(space.n_cuts(o) for o in options)
     n_stages = m_cuts + 1
@@ -102,16 +55,7 @@ def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg:
         cfg = decode(ind)
         return (score(probe.measure(cfg, PHASE)) if cfg is not None else 0.0,)
 
-    def individual():
-        return Individual(random.randint(lo, hi) for lo, hi in zip(lows, highs))
-
-    tb = base.Toolbox()
-    tb.register("individual", individual)
-    tb.register("population", tools.initRepeat, list, tb.individual)
-    tb.register("evaluate", evaluate)
-    tb.register("mate", tools.cxUniform, indpb=0.5)
-    tb.register("mutate", tools.mutUniformInt, low=lows, up=highs, indpb=0.2)
-    tb.register("select", tools.selTournament, tournsize=ga.tournament)
+    tb = int_vector_toolbox(lows, highs, evaluate, ga, mutate_indpb=0.2)
     hof, history = run_ga(tb, ga, "comprehensive")
     best = decode(hof[0])
     return GAResult(best, probe.measure(best, PHASE), evaluations[0], history)

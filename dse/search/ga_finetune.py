@@ -6,14 +6,10 @@ GA measured: the fewest resources (threads + buffers + streams) within ``degrada
 """
 from __future__ import annotations
 
-import random
 from typing import Sequence
 
-from deap import base, tools
-
 from dse.configuration import Configuration
-from dse.search.ga_common import GASettings, deap_types
-from dse.search.ga_comprehensive import GAResult, run_ga
+from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, run_ga
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
@@ -28,7 +24,6 @@ def resources(cfg: Configuration) -> int:
 def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration, settings: SearchSettings,
                 ga: GASettings) -> GAResult:
     probe = as_probe(evaluator)
-    _, Individual = deap_types()
     types: Sequence[str] = space.stages(start.option)
     stream_caps = [settings.max_streams * (2 if t == "PND" else 1) for t in types]
     lows = [1, 1, 1] + [2 if t == "PND" else 1 for t in types]
@@ -48,16 +43,7 @@ def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configu
         seen[cfg.hash] = (cfg, fps)
         return (fps,)
 
-    def individual():
-        return Individual(random.randint(lo, hi) for lo, hi in zip(lows, highs))
-
-    tb = base.Toolbox()
-    tb.register("individual", individual)
-    tb.register("population", tools.initRepeat, list, tb.individual)
-    tb.register("evaluate", evaluate)
-    tb.register("mate", tools.cxUniform, indpb=0.5)
-    tb.register("mutate", tools.mutUniformInt, low=lows, up=highs, indpb=0.3)
-    tb.register("select", tools.selTournament, tournsize=ga.tournament)
+    tb = int_vector_toolbox(lows, highs, evaluate, ga, mutate_indpb=0.3)
     _, history = run_ga(tb, ga, "finetune")
     best_fps = max(f for _, f in seen.values())
     floor = best_fps * (1 - settings.degradation)

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
-from dse.search.ga_comprehensive import stream_cap
+from dse.search.ga_common import stream_cap
 from dse.search.initial import random_tuple
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score

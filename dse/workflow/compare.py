@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -104,15 +104,12 @@ class Comparison:
 
         cfg2 = OmegaConf.merge(cfg, {"platform": self.platform_cfg})
         self.backend = make_backend(cfg2, self.ctx.analysis)
-        from dse.search import SearchSpace
         from dse.workflow.phases import stage_pe_types
 
         types = stage_pe_types(self.platform_cfg)
         if INTERLEAVED in types:
             types[INTERLEAVED] = ["PND"]   # one stage on several PEs (the strategies' multi-PE stage type)
-        base_space = self.ctx.space
-        self.space = SearchSpace(n_layers=base_space.n_layers, feasible_cuts=base_space.feasible_cuts,
-                                 check_cuts=base_space.check_cuts, stage_pe_types=types, main_pe=base_space.main_pe)
+        self.space = replace(self.ctx.space, stage_pe_types=types)
         self.options = self.ctx.options()          # what the proposed method explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base
@@ -145,12 +142,11 @@ def _answer(method: str, m, asked, *, extra: dict | None = None) -> dict:
 
 def run_method(cmp: Comparison, method: str, results: dict) -> dict:
     """Run one method; returns {method, measurement (its answer), asked [(phase, Measurement)], extra}."""
-    from dse.search import finetune as tune
     from dse.search.baselines import interleaved_tuned
     from dse.search.exhaustive import exhaustive_search
     from dse.search.ga_comprehensive import comprehensive_ga
     from dse.search.ga_finetune import finetune_ga
-    from dse.search.ga_profiled import profiled_search, stage_estimates_ms
+    from dse.search.ga_profiled import profiled_search
     from dse.search.random_search import random_search
 
     s, ctx, space = cmp.settings, cmp.ctx, cmp.space

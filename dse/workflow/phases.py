@@ -38,6 +38,31 @@ def stage_pe_types(platform_cfg) -> dict[str, list[str]]:
     return out
 
 
+def search_space(cfg, analysis, backend):
+    """Network + platform facts for the strategies (with the backend's GPU profile when it has one)."""
+    from dse.search import SearchSpace
+
+    profile = ((lambda: backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch)))
+               if hasattr(backend, "gpu_layer_profile") else None)
+    return SearchSpace(
+        n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
+        check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=stage_pe_types(cfg.platform),
+        main_pe=str(cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
+
+
+def search_settings(cfg):
+    from dse.search import SearchSettings
+
+    return SearchSettings.from_dict(OmegaConf.to_container(cfg.search, resolve=True))
+
+
+def base_configuration(cfg, analysis) -> Configuration:
+    """The fixed part of every configuration of a run (network, platform, precision, batch, size)."""
+    return Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
+                         precision=str(cfg.precision), batch=int(cfg.batch),
+                         input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
+
+
 @dataclass
 class RunContext:
     """A planned run directory with its config, network analysis, backend and base configuration."""
@@ -67,33 +92,15 @@ class RunContext:
 
     @cached_property
     def settings(self):
-        from dse.search import SearchSettings
-
-        return SearchSettings.from_dict(OmegaConf.to_container(self.cfg.search, resolve=True))
+        return search_settings(self.cfg)
 
     @cached_property
     def space(self):
-        from dse.search import SearchSpace
-
-        backend = self.backend
-        profile = None
-        if hasattr(backend, "gpu_layer_profile"):
-            cfg = self.cfg
-
-            def profile():
-                return backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch))
-        return SearchSpace(
-            n_layers=len(self.analysis.layers), feasible_cuts=self.analysis.feasible_cuts,
-            check_cuts=lambda cuts: self.analysis.check_cuts(list(cuts)),
-            stage_pe_types=stage_pe_types(self.cfg.platform),
-            main_pe=str(self.cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
+        return search_space(self.cfg, self.analysis, self.backend)
 
     @property
     def base(self) -> Configuration:
-        cfg = self.cfg
-        return Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
-                             precision=str(cfg.precision), batch=int(cfg.batch),
-                             input_size=int(cfg.benchmark.input_size), model_digest=self.analysis.digest)
+        return base_configuration(self.cfg, self.analysis)
 
     def options(self) -> list[str]:
         return list(self.settings.options or self.space.options)

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dse.backends.checks import check_cuts, check_layout
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
 from dse.backends.sim.layers import LayerTable, frame_of, layer_table
 from dse.backends.sim.noise import factor, noise_rng
 from dse.backends.sim.power import board_power_w, freq_factor
 from dse.configuration import Configuration
-from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
 
@@ -91,29 +91,16 @@ class SimBackend:
     # ---- planning ---------------------------------------------------------------------------------------
     def _check(self, config: Configuration) -> str | None:
         p = self.platform
-        try:
-            config.validate()
-        except DseError as exc:
-            return str(exc)
-        if config.option not in p.options:
-            return f"unknown mapping option {config.option!r} for {p.name}; valid choices: {', '.join(sorted(p.options))}"
+        reason = check_layout(config, p.options, p.name)
+        if reason:
+            return reason
         option = p.options[config.option]
-        if len(config.cuts) != option.n_stages - 1:
-            return (f"option {config.option} ({option.describe()}) has {option.n_stages} stage(s) and needs "
-                    f"{option.n_stages - 1} cut(s), got {list(config.cuts)}")
-        if len(config.streams) != option.n_stages:
-            return (f"option {config.option} has {option.n_stages} stage(s) but streams {list(config.streams)} "
-                    f"has {len(config.streams)} entries")
         n = self.table.n
         if config.cuts and (config.cuts[0] < 0 or config.cuts[-1] > n - 2):
             return f"cuts {list(config.cuts)} out of range: a cut is a layer index in 0..{n - 2}"
-        if config.cuts and self.analysis is not None:
-            try:
-                reason = self.analysis.check_cuts(list(config.cuts))
-            except DseError as exc:
-                reason = str(exc)
-            if reason:
-                return f"infeasible cuts {list(config.cuts)}: {reason}"
+        reason = check_cuts(config, self.analysis)
+        if reason:
+            return reason
         if (config.model_digest and self.analysis is not None and getattr(self.analysis, "digest", "")
                 and config.model_digest != self.analysis.digest and config.model_digest != self.table.digest):
             return f"configuration is for model {config.model_digest[:12]}, this backend holds {self.table.digest[:12]}"
