@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.engines.base import EngineBuilder, StageSpec
+from dse.engines.base import EngineBuilder, StageBuild
 from dse.engines.cache import EngineCache
 from dse.engines.ort import OrtEngineBuilder, load_session, ort_settings
 from dse.engines.trt import TrtEngineBuilder, stage_io
@@ -48,7 +48,7 @@ def conv_stage_model(seed: int = 0) -> onnx.ModelProto:
 
 def test_ort_builder_caches_a_runnable_optimized_stage(tmp_path):
     model = conv_stage_model()
-    stage = StageSpec(0, 0, 3, "CPU0-1", "CPU", "fp32", 2, ("x",), ("y",))
+    stage = StageBuild(0, 0, 3, "CPU0-1", "CPU", "fp32", 2, ("x",), ("y",))
     builder = OrtEngineBuilder(board_model="host")
     assert isinstance(builder, EngineBuilder)
     cache = EngineCache(tmp_path, "host-cpu")
@@ -59,9 +59,9 @@ def test_ort_builder_caches_a_runnable_optimized_stage(tmp_path):
     report = art.sidecar["report"]
     assert report["nodes_after"] < report["nodes_before"]  # conv+bn+act fused
     # another core group of the same size reuses the engine; a bigger group is another engine
-    again = builder.build(StageSpec(0, 0, 3, "CPU2-3", "CPU", "fp32", 2), model.SerializeToString(), cache)
+    again = builder.build(StageBuild(0, 0, 3, "CPU2-3", "CPU", "fp32", 2), model.SerializeToString(), cache)
     assert not again.built and again.key == art.key
-    wider = builder.build(StageSpec(0, 0, 3, "CPU0-3", "CPU", "fp32", 2), model, cache)
+    wider = builder.build(StageBuild(0, 0, 3, "CPU0-3", "CPU", "fp32", 2), model, cache)
     assert wider.built and wider.key != art.key
     assert cache.counts == {"CPU": {"built": 2, "reused": 1}}
 
@@ -73,11 +73,11 @@ def test_ort_builder_caches_a_runnable_optimized_stage(tmp_path):
 
 def test_ort_settings_refuse_what_ort_cannot_build():
     with pytest.raises(DseError, match="CPU stages only"):
-        ort_settings(StageSpec(0, 0, 1, "GPU", "GPU", "fp32", 1))
+        ort_settings(StageBuild(0, 0, 1, "GPU", "GPU", "fp32", 1))
     with pytest.raises(DseError, match="fp32 only"):
-        ort_settings(StageSpec(0, 0, 1, "CPU0", "CPU", "int8", 1))
+        ort_settings(StageBuild(0, 0, 1, "CPU0", "CPU", "int8", 1))
     with pytest.raises(DseError, match="ORT_ENABLE_BASIC"):
-        ort_settings(StageSpec(0, 0, 1, "CPU0", "CPU", "fp32", 1), level="ORT_ENABLE_ALL")
+        ort_settings(StageBuild(0, 0, 1, "CPU0", "CPU", "fp32", 1), level="ORT_ENABLE_ALL")
 
 
 # --- trt settings ------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ CACHE_TEXT = "\n".join([
 def test_dla_int8_stage_with_gpu_fallback():
     platform = TrtPlatform(board_model="jetson-agx-xavier", trt_version="8.5.2.2", workspace_bytes=1 << 28,
                            dla_memory_pools={"DLA_MANAGED_SRAM": 1 << 20})
-    stage = StageSpec(1, 10, 40, "DLA1", "DLA", "int8", 2)
+    stage = StageBuild(1, 10, 40, "DLA1", "DLA", "int8", 2)
     lines = parse_calibration_cache(CACHE_TEXT).lines()
     s = build_settings(stage, platform, input_shapes={"x": [2, 3, 16, 16]}, calibration_lines=lines,
                        timing_cache="/tmp/t.cache")
@@ -109,7 +109,7 @@ def test_dla_int8_stage_with_gpu_fallback():
     assert s["input_shapes"] == {"x": [2, 3, 16, 16]} and s["batch"] == 2
     json.dumps(s)  # plain data, ready for the sidecar
     # the DLA core and the timing cache file do not change the engine: same key on either core
-    s0 = build_settings(StageSpec(1, 10, 40, "DLA0", "DLA", "int8", 2), platform,
+    s0 = build_settings(StageBuild(1, 10, 40, "DLA0", "DLA", "int8", 2), platform,
                         input_shapes={"x": [2, 3, 16, 16]}, calibration_lines=lines)
     assert key_settings(s) == key_settings(s0) and s != s0
     no_fallback = build_settings(stage, TrtPlatform(gpu_fallback=False), calibration_lines=lines)
@@ -117,26 +117,26 @@ def test_dla_int8_stage_with_gpu_fallback():
 
 
 def test_fp16_gpu_stage_on_tensorrt_10():
-    s = build_settings(StageSpec(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="10.3.0"))
+    s = build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="10.3.0"))
     assert s["builder_flags"] == ["FP16"] and s["network_flags"] == []
     assert s["default_device_type"] == "GPU" and s["dla_core"] is None and s["calibration_cache"] is None
     assert s["memory_pools"] == {"WORKSPACE": 1 << 30}
-    assert build_settings(StageSpec(0, 0, 9, "GPU", "GPU", "fp32", 1), TrtPlatform())["builder_flags"] == []
+    assert build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp32", 1), TrtPlatform())["builder_flags"] == []
 
 
 def test_trt_settings_errors():
     with pytest.raises(DseError, match="fp16 or int8 only"):
-        build_settings(StageSpec(0, 0, 9, "DLA0", "DLA", "fp32", 1), TrtPlatform())
+        build_settings(StageBuild(0, 0, 9, "DLA0", "DLA", "fp32", 1), TrtPlatform())
     with pytest.raises(DseError, match="ort"):
-        build_settings(StageSpec(0, 0, 9, "CPU0", "CPU", "fp32", 1), TrtPlatform())
+        build_settings(StageBuild(0, 0, 9, "CPU0", "CPU", "fp32", 1), TrtPlatform())
     with pytest.raises(DseError, match="calibration"):
-        build_settings(StageSpec(0, 0, 9, "GPU", "GPU", "int8", 1), TrtPlatform())
+        build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "int8", 1), TrtPlatform())
     with pytest.raises(DseError, match="8.5 to 10.x"):
-        build_settings(StageSpec(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="7.1.3"))
+        build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="7.1.3"))
     with pytest.raises(DseError, match="DLA core 2"):
-        build_settings(StageSpec(0, 0, 9, "DLA2", "DLA", "fp16", 1), TrtPlatform())
+        build_settings(StageBuild(0, 0, 9, "DLA2", "DLA", "fp16", 1), TrtPlatform())
     with pytest.raises(DseError, match="power of 2"):
-        build_settings(StageSpec(0, 0, 9, "DLA0", "DLA", "fp16", 1),
+        build_settings(StageBuild(0, 0, 9, "DLA0", "DLA", "fp16", 1),
                        TrtPlatform(dla_memory_pools={"DLA_LOCAL_DRAM": 3000}))
 
 
@@ -161,7 +161,7 @@ def test_stage_tensors_feed_the_split(tmp_path):
     assert shapes == {"x": [2, 3, 16, 16]} and tensors == {"x", "c", "bn", "act", "y"}
     assert names == ["conv_0", "bn_0", "leaky_0", "pool_0"]
     builder = TrtEngineBuilder(TrtPlatform(), calibration=parse_calibration_cache(CACHE_TEXT))
-    s = builder.settings_for(StageSpec(0, 0, 3, "DLA0", "DLA", "int8", 2), conv_stage_model())
+    s = builder.settings_for(StageBuild(0, 0, 3, "DLA0", "DLA", "int8", 2), conv_stage_model())
     assert [ln.split(":")[0] for ln in s["calibration_cache"][1:]] == ["x", "c", "bn", "act", "y"]
 
 
@@ -189,7 +189,7 @@ def test_trt_build_without_tensorrt_says_so_and_leaves_nothing(tmp_path):
     cache = EngineCache(tmp_path, "xavier")
     builder = TrtEngineBuilder(TrtPlatform())
     with pytest.raises(DseError, match="needs TensorRT"):
-        builder.build(StageSpec(0, 0, 3, "GPU", "GPU", "fp16", 2), conv_stage_model(), cache)
+        builder.build(StageBuild(0, 0, 3, "GPU", "GPU", "fp16", 2), conv_stage_model(), cache)
     assert not list((tmp_path / "xavier").glob("*.json")) and not list((tmp_path / "xavier").glob("*.engine"))
 
 
@@ -207,7 +207,7 @@ def test_ort_engines_of_partitioned_stages_reproduce_the_network(tmp_path):
     feeds = random_feeds(a.model, seed=3)
     available, produced = dict(feeds), {}
     for s in stages:
-        spec = StageSpec(s.index, s.first_layer, s.last_layer, f"CPU{s.index}", "CPU", "fp32", 1,
+        spec = StageBuild(s.index, s.first_layer, s.last_layer, f"CPU{s.index}", "CPU", "fp32", 1,
                          tuple(s.inputs), tuple(s.outputs))
         art = builder.build(spec, s.model, cache)
         outs = load_session(art).run(s.outputs, {t: available[t] for t in s.inputs})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dse.engines.base import StageSpec
+from dse.engines.base import StageBuild
 from dse.engines.cache import EngineCache
 from dse.errors import DseError
 
@@ -130,13 +130,13 @@ def test_two_processes_build_one_key_once(tmp_path):
 
 
 def test_stage_spec_parses_pe_names():
-    s = StageSpec(1, 10, 20, "CPU0-2,5", "CPU", "fp32", 1)
+    s = StageBuild(1, 10, 20, "CPU0-2,5", "CPU", "fp32", 1)
     assert s.cpu_cores == (0, 1, 2, 5) and s.n_layers == 11 and s.dla_core is None
-    assert StageSpec(0, 0, 3, "DLA1", "DLA", "int8", 2).dla_core == 1
-    assert StageSpec(0, 0, 3, "DLA", "DLA", "int8", 2).dla_core is None
+    assert StageBuild(0, 0, 3, "DLA1", "DLA", "int8", 2).dla_core == 1
+    assert StageBuild(0, 0, 3, "DLA", "DLA", "int8", 2).dla_core is None
     with pytest.raises(DseError, match="PE type"):
-        StageSpec(0, 0, 3, "NPU", "NPU", "int8", 1)
+        StageBuild(0, 0, 3, "NPU", "NPU", "int8", 1)
     with pytest.raises(DseError, match="layer range"):
-        StageSpec(0, 5, 3, "GPU", "GPU", "fp16", 1)
+        StageBuild(0, 5, 3, "GPU", "GPU", "fp16", 1)
     with pytest.raises(DseError, match="core group"):
-        StageSpec(0, 0, 3, "CPUx", "CPU", "fp32", 1).cpu_cores
+        StageBuild(0, 0, 3, "CPUx", "CPU", "fp32", 1).cpu_cores

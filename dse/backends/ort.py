@@ -117,11 +117,11 @@ class OrtBackend:
         return out, keys, time.perf_counter() - start
 
     def _cached(self, stage, cores, config: Configuration, keys: list[str]):
-        from dse.engines.base import StageSpec
+        from dse.engines.base import StageBuild
         from dse.engines.ort import OrtEngineBuilder
         from dse.runtime.ort_engine import core_group_name
 
-        spec = StageSpec(index=stage.index, first_layer=stage.first_layer, last_layer=stage.last_layer,
+        spec = StageBuild(index=stage.index, first_layer=stage.first_layer, last_layer=stage.last_layer,
                          pe=core_group_name(cores), pe_type="CPU", precision=config.precision, batch=config.batch,
                          input_tensors=tuple(stage.inputs), output_tensors=tuple(stage.outputs))
         artifact = OrtEngineBuilder(self.platform.board_model).build(spec, stage.model, self.engine_cache)

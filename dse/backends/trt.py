@@ -156,7 +156,7 @@ class TrtBackend:
 
     def build_engines(self, config: Configuration) -> tuple[list[list[dict]], list[str], float]:
         """Build (or reuse) every stage's engine; returns the agent's per-stage engine entries, keys, seconds."""
-        from dse.engines.base import StageSpec
+        from dse.engines.base import StageBuild
         from dse.engines.cache import EngineCache
         from dse.engines.trt import TrtEngineBuilder
         from dse.engines.trt_settings import TrtPlatform
@@ -169,7 +169,7 @@ class TrtBackend:
         entries, keys = [], []
         for st, pes in zip(stages, self.stage_pes(config)):
             name, pe_type, core = pes[0]
-            spec = StageSpec(index=st.index, first_layer=st.first_layer, last_layer=st.last_layer,
+            spec = StageBuild(index=st.index, first_layer=st.first_layer, last_layer=st.last_layer,
                              pe=name if len(pes) == 1 else "DLA", pe_type=pe_type, precision=config.precision,
                              batch=config.batch, input_tensors=tuple(st.inputs), output_tensors=tuple(st.outputs))
             artifact = builder.build(spec, st.model, cache)

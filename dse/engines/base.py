@@ -16,7 +16,7 @@ PE_TYPES = ("GPU", "DLA", "CPU")
 
 
 @dataclass(frozen=True)
-class StageSpec:
+class StageBuild:
     """One pipeline stage to build: its layer range, the PE it runs on and how.
 
     ``pe`` names the concrete PE ("GPU", "DLA0", "DLA1", "DLA" for either core / PND, "CPU0-1" for a
@@ -86,7 +86,7 @@ class EngineBuilder(Protocol):
 
     backend: str
 
-    def build(self, stage: StageSpec, model: "onnx.ModelProto | bytes | str | Path",
+    def build(self, stage: StageBuild, model: "onnx.ModelProto | bytes | str | Path",
               cache: "EngineCache") -> "EngineArtifact": ...
 
 

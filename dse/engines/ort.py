@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from dse.engines.base import StageSpec, model_bytes
+from dse.engines.base import StageBuild, model_bytes
 from dse.engines.cache import EngineArtifact, EngineCache
 from dse.errors import DseError, choices_error
 
 SAVE_LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_DISABLE_ALL")
 
 
-def ort_settings(stage: StageSpec, level: str = "ORT_ENABLE_EXTENDED") -> dict:
+def ort_settings(stage: StageBuild, level: str = "ORT_ENABLE_EXTENDED") -> dict:
     """The session settings of a CPU stage (pure)."""
     if stage.pe_type != "CPU":
         raise DseError(f"stage {stage.index} runs on {stage.pe}: the 'ort' builder builds CPU stages only")
@@ -73,7 +73,7 @@ class OrtEngineBuilder:
         self.board_model = board_model
         self.level = level
 
-    def build(self, stage: StageSpec, model, cache: EngineCache) -> EngineArtifact:
+    def build(self, stage: StageBuild, model, cache: EngineCache) -> EngineArtifact:
         import onnxruntime as ort
 
         data = model_bytes(model)

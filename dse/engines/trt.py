@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from dse.engines.base import StageSpec, model_bytes
+from dse.engines.base import StageBuild, model_bytes
 from dse.engines.cache import EngineArtifact, EngineCache, atomic_write_bytes
 from dse.engines.trt_settings import (
     CalibrationCache,
@@ -67,7 +67,7 @@ class TrtEngineBuilder:
         self.calibration = calibration
         self.timing_cache = str(timing_cache) if timing_cache else None
 
-    def settings_for(self, stage: StageSpec, model) -> dict:
+    def settings_for(self, stage: StageBuild, model) -> dict:
         shapes, tensors, _ = stage_io(model)
         lines = None
         if stage.precision == "int8" and self.calibration is not None:
@@ -77,7 +77,7 @@ class TrtEngineBuilder:
         return build_settings(stage, platform, input_shapes=shapes, calibration_lines=lines,
                               timing_cache=self.timing_cache)
 
-    def build(self, stage: StageSpec, model, cache: EngineCache) -> EngineArtifact:
+    def build(self, stage: StageBuild, model, cache: EngineCache) -> EngineArtifact:
         data = model_bytes(model)
         settings = self.settings_for(stage, data)
         key = EngineCache.make_key(data, key_settings(settings), settings["trt_version"], self.platform.board_model)

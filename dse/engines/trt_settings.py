@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from dse.engines.base import StageSpec
+from dse.engines.base import StageBuild
 from dse.errors import DseError, choices_error
 
 TRT_PRECISIONS = ("fp32", "fp16", "int8")
@@ -55,7 +55,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def build_settings(stage: StageSpec, platform: TrtPlatform, *, input_shapes: dict[str, list[int]] | None = None,
+def build_settings(stage: StageBuild, platform: TrtPlatform, *, input_shapes: dict[str, list[int]] | None = None,
                    calibration_lines: list[str] | None = None, timing_cache: str | None = None) -> dict:
     """The builder settings of one stage as a plain, JSON-able dict (pure: the same inputs give the same dict).
 
