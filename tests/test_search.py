@@ -417,6 +417,17 @@ def test_finetune_keeps_buffers_at_least_streams():
     assert model.fps_of("E", (), (3,), 1, 1, 2) == pytest.approx(r.fps)  # the constraint, not FPS, stopped it
 
 
+def test_finetune_of_a_refused_configuration_does_not_shrink_it():
+    """Every configuration refused (0 FPS): step 2 must not read 'within degradation of 0' as licence to
+    lower everything; the start is returned as it was."""
+    model = Model([0.2] * 40, pre_ms=0.1, post_ms=0.1)
+    ev = CachingEvaluator(lambda cfg: Measurement.failed(cfg, "refused by the board"))
+    start = BASE.with_(option="E", streams=(3,), buffers=8, pre_threads=2, post_threads=2)
+    r = finetune(model.space(), ev, start, fast(max_pre=3, max_post=3, max_buffers=9, max_streams=4))
+    assert r.config == start and r.fps == 0
+    assert not any(phase == "finetune" and (c.buffers < 8 or c.pre_threads < 2) for c, phase in ev.asked)
+
+
 def test_finetune_raises_parameters_that_help():
     model = Model(costs_bumpy(60), ratio=2.8, pre_ms=6.0, post_ms=1.0)  # pre-processing bound
     ev = CachingEvaluator(model)

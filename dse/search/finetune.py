@@ -92,6 +92,9 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                 else:
                     break
     reference = fps_cur
+    if reference <= 0:  # nothing ran (a refused configuration): no FPS to keep, so nothing to minimize
+        return FinetuneResult(cur, m_cur, start_fps, reference, points=len(tracker.seen) - 1,
+                              trajectory=tracker.trajectory)
 
     # step 2: less of each parameter while FPS stays within the allowed degradation (buffers last:
     # they may only drop once the others did)
