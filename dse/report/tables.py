@@ -9,6 +9,11 @@ import pandas as pd
 DEFAULT_BOARD_COSTS = {"engine_build_s": {"GPU": 135.0, "DLA": 45.0, "CPU": 5.0}, "run_overhead_s": 10.0}
 
 
+def proposed_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The proposed method's measurements: the comparison's methods label their phases '<method>/<phase>'."""
+    return frame[~frame["phase"].str.contains("/", regex=False)]
+
+
 def unique_tuples(frame: pd.DataFrame, phases=("option-search", "full-search")) -> int:
     """Cut-point tuples measured by the cut-point explorer (thesis Table 3.4 counts unique tuples)."""
     sub = frame[frame["phase"].isin(phases)]

@@ -1,0 +1,30 @@
+"""Report tables count only the proposed method's measurements, whatever else the run's files hold."""
+import json
+
+import pandas as pd
+
+from dse.report.tables import cost_row, engines_built, proposed_rows, unique_tuples
+
+
+def _frame():
+    rows = [
+        ("baseline", "Base(G)", "E", "", {"GPU": 1}),
+        ("option-search", "proposed", "A", "10", {"GPU": 1, "DLA": 1}),
+        ("option-search", "proposed", "A", "12", {"DLA": 1}),
+        ("full-search", "proposed", "A", "12", {}),
+        ("finetune", "proposed", "A", "12", {}),
+        ("random/random", "Random", "A", "20", {"GPU": 1, "DLA": 1}),
+        ("exhaustive/exhaustive", "Exhaustive", "B", "5,9", {"GPU": 2, "DLA": 1}),
+    ]
+    return pd.DataFrame([{"phase": p, "strategy": s, "option": o, "cuts": c, "fps": 100.0, "backend": "sim",
+                          "measure_s": 0.01, "build_s": 0.0, "engines_built_json": json.dumps(e)}
+                         for p, s, o, c, e in rows])
+
+
+def test_comparison_rows_do_not_count_for_the_proposed_method():
+    frame = proposed_rows(_frame())
+    assert len(frame) == 5 and set(frame["strategy"]) == {"Base(G)", "proposed"}
+    assert unique_tuples(frame) == 2
+    assert engines_built(frame) == {"GPU": 2, "DLA": 2}
+    row = cost_row(frame, sample_size=5000, warmup=200)
+    assert row["Measurements"] == 5 and row["Param. points"] == 1 and row["Engines built DLA"] == 2
