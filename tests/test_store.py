@@ -86,3 +86,17 @@ def test_killed_writer_never_leaves_a_corrupt_file(tmp_path):
     leftovers = [p for p in tmp_path.iterdir() if p.name != "m.parquet"]
     # a killed writer may leave its temp file, never a torn target; temp files are hidden dot-files
     assert all(p.name.startswith(".m.parquet.") for p in leftovers)
+
+
+def test_reads_while_a_writer_rewrites_never_tear(tmp_path):
+    """Parallel jobs read each other's files while those are being replaced: every read sees one version."""
+    path = tmp_path / "m.parquet"
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        proc.stdout.readline()
+        sizes = [len(read(path)) for _ in range(300)]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert all(n % 200 == 0 and n >= 200 for n in sizes)

@@ -45,15 +45,23 @@ def write_atomic(table: pa.Table, path: str | Path) -> Path:
     return path
 
 
+def _read_table(path: Path) -> pa.Table:
+    """One open() = one inode: a concurrent writer's rename cannot mix two versions of the file (reading
+    by path lets Arrow open it more than once, and a rename in between tears the read)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        return pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DseError(f"{path} is not a readable Parquet file ({exc}); delete it or restore it from a backup") from None
+
+
 def read(path: str | Path, schema: pa.Schema = SCHEMA) -> pd.DataFrame:
     """Load a measurement file into pandas; an empty frame with the schema's columns if it does not exist."""
     path = Path(path)
     if not path.exists():
         return schema.empty_table().to_pandas()
-    try:
-        return pq.read_table(path).to_pandas()
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DseError(f"{path} is not a readable Parquet file ({exc}); delete it or restore it from a backup") from None
+    return _read_table(path).to_pandas()
 
 
 def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Path:
@@ -61,7 +69,7 @@ def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Pa
     new = _table(rows, schema)
     path = Path(path)
     if path.exists():
-        new = pa.concat_tables([pq.read_table(path).select(schema.names).cast(schema), new])
+        new = pa.concat_tables([_read_table(path).select(schema.names).cast(schema), new])
     return write_atomic(new, path)
 
 
