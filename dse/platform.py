@@ -76,8 +76,8 @@ class DlaRules:
 
 @dataclass(frozen=True)
 class Limits:
-    max_dla_loadables_total: int | None = None
-    max_dla_loadables_per_core: int | None = None
+    max_dla_engines_total: int | None = None      # engines deserialized on the DLAs at once (a PND stage: 2)
+    max_dla_loadables_per_core: int | None = None # DLA loadables per core (GPU fallback splits an engine into several)
     max_streams_per_stage: int = 16
     max_stages: int = 4
 
@@ -278,7 +278,10 @@ def platform_from_dict(d: Mapping) -> Platform:
         raise DseError(f"{where}: declares DLA PEs but no dla_rules")
 
     ld = d.get("limits", {}) or {}
-    limits = Limits(max_dla_loadables_total=ld.get("max_dla_loadables_total"),
+    unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
+    if unknown:
+        raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
+    limits = Limits(max_dla_engines_total=ld.get("max_dla_engines_total"),
                     max_dla_loadables_per_core=ld.get("max_dla_loadables_per_core"),
                     max_streams_per_stage=int(ld.get("max_streams_per_stage", 16)),
                     max_stages=int(ld.get("max_stages", 4)))

@@ -30,7 +30,7 @@ def test_profiles_load_with_thesis_options(name):
 def test_xavier_and_orin_differ_where_the_boards_do():
     x, o = load_platform("xavier-agx-sim"), load_platform("orin-agx-sim")
     assert (x.cpu_cores, o.cpu_cores) == (8, 12)
-    assert x.limits.max_dla_loadables_total == 4
+    assert x.limits.max_dla_engines_total == 4 and o.limits.max_dla_engines_total is None
     assert o.limits.max_dla_loadables_per_core == 16
     # DLA v2 is much faster in INT8 than FP16; Xavier's DLA only about 2x
     assert o.cost.dla.peak_gmacs["int8"] / o.cost.dla.peak_gmacs["fp16"] > 4

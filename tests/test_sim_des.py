@@ -92,7 +92,6 @@ def test_limit_violations_fail_with_a_reason(be, analysis):
     infeasible = next(c for c in range(1, last) if c not in analysis.feasible_cuts)
     cases = {
         "FP32": cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2, 2), precision="fp32"),
-        "loadables": cfg(option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2), buffers=8),
         "infeasible": cfg(option="A", cuts=(infeasible,), streams=(2, 2)),
         "streams": cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2,)),
         "needs 1 cut": cfg(option="A", cuts=(), streams=(2,)),
@@ -106,12 +105,36 @@ def test_limit_violations_fail_with_a_reason(be, analysis):
         assert needle.lower() in m.reason.lower(), (needle, m.reason)
 
 
-def test_orin_allows_more_loadables(analysis):
+def _with_limits(**limits):
+    from dse.platform import load_platform, platform_from_dict
+
+    raw = dict(load_platform("xavier-agx-sim").raw)
+    raw["limits"] = {**raw["limits"], **limits}
+    return platform_from_dict(raw)
+
+
+def test_dla_limits_count_engines_and_loadables_per_core(analysis):
+    """Thesis Sec. 2: at most 4 engines on the DLAs (a PND stage deserializes one per core); newer
+    TensorRT: loadables per core, which GPU fallback inside a DLA stage multiplies."""
     last = len(analysis.layers) - 1
-    c = cfg(platform="orin-agx-sim", option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2),
-            buffers=8)
-    m = SimBackend("orin-agx-sim", analysis, sample_size=500).measure(c)
-    assert m.ok, m.reason
+    tail = cfg(option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2), buffers=8)
+    planned = SimBackend("xavier-agx-sim", analysis, sample_size=300).plan(tail)
+    assert planned.dla_engines == 2 and planned.fallback_layers > 0
+    assert planned.dla_loadables_per_core[0] == planned.dla_loadables_per_core[1] >= 2
+    assert SimBackend("xavier-agx-sim", analysis, sample_size=300).measure(tail).ok     # within 4 engines, 16 per core
+    one = SimBackend(_with_limits(max_dla_engines_total=1), analysis, sample_size=300).measure(tail)
+    assert not one.ok and "2 engines on the dlas exceed the platform limit of 1" in one.reason.lower()
+    n = planned.dla_loadables_per_core[0]
+    few = SimBackend(_with_limits(max_dla_loadables_per_core=n - 1), analysis, sample_size=300).measure(tail)
+    assert not few.ok and f"{n} loadables on dla0" in few.reason.lower()
+    assert SimBackend(_with_limits(max_dla_loadables_per_core=n), analysis, sample_size=300).measure(tail).ok
+
+
+def test_unknown_limit_names_the_valid_ones():
+    from dse.errors import DseError
+
+    with pytest.raises(DseError, match="max_dla_engines_total"):
+        _with_limits(max_dla_loadables_total=4)
 
 
 def test_gantt_trace_draws(be, analysis, tmp_path):

@@ -100,3 +100,41 @@ def test_reads_while_a_writer_rewrites_never_tear(tmp_path):
         proc.kill()
         proc.wait()
     assert all(n % 200 == 0 and n >= 200 for n in sizes)
+
+
+def test_context_filters_rows_and_old_files_read_as_no_context(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "m.parquet"
+    append(path, [measurement_row(_measurement(0), phase="p", strategy="s", context="ctx-a"),
+                  measurement_row(_measurement(1), phase="p", strategy="s", context="ctx-b")])
+    assert list(read(path, context="ctx-a")["cuts"]) == ["10"]
+    assert len(read(path)) == 2 and len(read(path, context="other")) == 0
+    out = merge([path], tmp_path / "all.parquet", context="ctx-b")
+    assert list(out["cuts"]) == ["11"]
+    # a file written before the context column existed: readable, appendable, and of context ""
+    old = tmp_path / "old.parquet"
+    pq.write_table(pa.Table.from_pylist([measurement_row(_measurement(2), phase="p", strategy="s")]).drop(["context"]), old)
+    append(old, [measurement_row(_measurement(3), phase="p", strategy="s", context="ctx-a")])
+    assert list(read(old, context="")["cuts"]) == ["12"] and list(read(old, context="ctx-a")["cuts"]) == ["13"]
+
+
+def test_evaluator_never_answers_from_another_context(tmp_path):
+    """A changed platform definition or sample size (another context) re-measures; the same one reuses."""
+    from dse.backends.sim import SimBackend
+    from dse.evaluate import Evaluator
+    from dse.graph.analysis import analyze
+    from dse.zoo import build_network
+
+    board = SimBackend("xavier-agx-sim", analyze(build_network("tiny-chain", input_size=64)), input_size=64,
+                       sample_size=100)
+    cfg = Configuration(benchmark="tiny-chain", platform="xavier-agx-sim", precision="int8", input_size=64)
+    first = Evaluator(board, tmp_path / "a.parquet", context="v1")
+    m = first.evaluate(cfg, phase="p", strategy="s")
+    assert m.ok and first.measured == 1
+    same = Evaluator(board, tmp_path / "b.parquet", cache_files=[tmp_path / "a.parquet"], context="v1")
+    assert same.evaluate(cfg, phase="p", strategy="s").fps == m.fps and same.measured == 0
+    changed = Evaluator(board, tmp_path / "c.parquet", cache_files=[tmp_path / "a.parquet"], context="v2")
+    changed.evaluate(cfg, phase="p", strategy="s")
+    assert changed.measured == 1 and changed.reused == 0

@@ -79,6 +79,21 @@ def test_override_reruns_only_dependents(finished):
     assert "maximize" in jobs and "finetune" in jobs
 
 
+def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
+    """The measurement cache is keyed by configuration AND context: after a platform change every phase
+    measures again (old rows stay on disk, unused), and the merged file holds only the new context."""
+    wd, _ = finished
+    run = wd / RUN
+    before = len(pd.read_parquet(run / "cache" / "maximize.parquet"))
+    proc = snakemake(wd, "--config", f"overrides={FAST[:-1]},platform.limits.max_streams_per_stage=12]")
+    assert "maximize" in _jobs(proc)
+    cache = pd.read_parquet(run / "cache" / "maximize.parquet")
+    assert len(cache) > before and cache["context"].nunique() == 2
+    merged = pd.read_parquet(run / "measurements.parquet")
+    assert merged["context"].nunique() == 1 and merged["config_hash"].is_unique
+    assert set(merged["context"]) == set(cache["context"].iloc[before:])
+
+
 def test_bad_override_fails_before_any_job(tmp_path):
     wd = _workdir(tmp_path)
     proc = snakemake(wd, "--config", "overrides=[benchmark=nope]", check=False)

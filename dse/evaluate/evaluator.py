@@ -1,7 +1,8 @@
 """One evaluator for every strategy and backend, so no configuration is ever measured twice.
 
 The cache is keyed by the configuration's canonical hash and seeded from Parquet files of earlier
-phases and runs; every new measurement is appended (atomically) to this job's own file before the
+phases and runs, taking only rows of the same measurement context (a changed platform definition or
+sample size makes earlier answers stale); every new measurement is appended (atomically) to this job's own file before the
 strategy sees it, so a killed run resumes where it stopped.
 """
 from __future__ import annotations
@@ -20,11 +21,13 @@ class Evaluator:
     """Measures configurations through a backend (anything with ``measure(config) -> Measurement``)."""
 
     def __init__(self, backend, store: str | Path | None = None, *, cache_files: Iterable[str | Path] = (),
-                 seed: int = 0, on_measure: Callable[[Measurement, str, str], None] | None = None):
+                 seed: int = 0, on_measure: Callable[[Measurement, str, str], None] | None = None,
+                 context: str = ""):
         self.backend = backend
         self.store = Path(store) if store else None
         self.seed = seed
         self.on_measure = on_measure
+        self.context = context
         self.cache: dict[str, Measurement] = {}
         self.measured = 0          # new measurements made by this evaluator
         self.reused = 0            # answers served from the cache
@@ -32,7 +35,7 @@ class Evaluator:
         self.history: list[tuple[str, str, Measurement]] = []   # (phase, strategy, measurement) in ask order
         files = list(cache_files) + ([self.store] if self.store else [])
         for path in files:
-            for row in read(path).to_dict("records"):
+            for row in read(path, context=context).to_dict("records"):
                 self.cache.setdefault(row["config_hash"], row_to_measurement(row))
 
     def __contains__(self, config: Configuration) -> bool:
@@ -57,7 +60,7 @@ class Evaluator:
         engines_built = {pe: n - before.get(pe, 0) for pe, n in after.items() if n - before.get(pe, 0)}
         if self.store:
             append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed,
-                                                engines_built=engines_built)])
+                                                engines_built=engines_built, context=self.context)])
         self.cache[key] = m
         self.measured += 1
         self.phase_counts[phase] += 1

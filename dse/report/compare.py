@@ -78,6 +78,10 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
         })
     for method, why in skipped.items():
         rows.append({"method": method, "status": "skipped", "reason": why, "anytime_json": "[]", "extra_json": "{}"})
+    best = max((r.get("fps", 0.0) for r in rows), default=0.0)
+    for r in rows:   # budget-free cost: distinct points until the method came within target of the best method
+        curve = json.loads(r["anytime_json"])
+        r["points_to_target"] = next((i + 1 for i, v in enumerate(curve) if v >= cmp.settings.target * best), None)
     order = list(cmp.settings.methods)
     rows.sort(key=lambda r: order.index(r["method"]) if r["method"] in order else len(order))
     return pd.DataFrame(rows)
@@ -131,6 +135,8 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
     ok = frame[frame["status"] != "skipped"]
     table = [{"Method": r["method"], "FPS": _r(r["fps"]), "vs Base(G) (%)": _r(r["gain_vs_base_g_pct"], 0),
               "Energy (mJ/frame)": _r(1000 * r["energy_j_per_frame"]), "Points": int(r["points_measured"]),
+              f"Points to {100 * cmp.settings.target:.0f} %": (int(r["points_to_target"])
+                                                             if pd.notna(r.get("points_to_target")) else "never"),
               "Mapping/Param": (f"{int(r['mapping_points'])}/{int(r['param_points'])}"
                                 if pd.notna(r.get("mapping_points")) and pd.notna(r.get("param_points")) else ""),
               "Engines GPU/DLA": f"{int(r['engines_gpu'])}/{int(r['engines_dla'])}",
@@ -142,6 +148,9 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
              markdown_table(table),
              "Points: distinct configurations a method asked for, counted whether or not another method had "
              "measured them first (all methods share one evaluator cache, so nothing was measured twice). "
+             f"Points to {100 * cmp.settings.target:.0f} %: how many of them the method had asked for when its best "
+             f"FPS so far first reached {100 * cmp.settings.target:.0f} % of the best method's FPS (independent of the "
+             "budget a method is given; 'never': it did not get there). "
              "Engines: distinct engines those configurations need, per PE type. Board hours: what a real board "
              "would spend on this method alone (runs + engine builds).", ""]
     for method, why in skipped.items():

@@ -22,18 +22,23 @@ from dse.search.space import SearchSpace
 
 @dataclass(frozen=True)
 class GASettings:
-    """Population, generations and DEAP's crossover/mutation probabilities (small defaults: tests)."""
+    """Population, generations and DEAP's crossover/mutation probabilities (small defaults: tests).
+
+    ``stall``: stop once the best fitness has not improved for this many generations (0: run them all),
+    so a GA that converged does not keep spending board time on the configurations it already knows."""
 
     population: int = 16
     generations: int = 10
     cxpb: float = 0.6
     mutpb: float = 0.3
     tournament: int = 3
+    stall: int = 0
     seed: int = 0
 
     def __post_init__(self):
-        if self.population < 2 or self.generations < 0:
-            raise DseError(f"GA needs population >= 2 and generations >= 0, got {self.population}/{self.generations}")
+        if self.population < 2 or self.generations < 0 or self.stall < 0:
+            raise DseError(f"GA needs population >= 2, generations >= 0 and stall >= 0, got "
+                           f"{self.population}/{self.generations}/{self.stall}")
         if not (0 <= self.cxpb <= 1 and 0 <= self.mutpb <= 1):
             raise DseError(f"GA probabilities must be in [0, 1], got cxpb={self.cxpb} mutpb={self.mutpb}")
 
@@ -84,20 +89,38 @@ class GAResult:
                 "history": self.history}
 
 
-def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str) -> tuple[list, list[float]]:
-    """DEAP's eaSimple under a seeded global ``random`` (DEAP draws from it), state restored after."""
+def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1) -> tuple[list, list[float]]:
+    """DEAP's generational loop (select, ``varAnd``, evaluate the changed individuals: what ``eaSimple``
+    does) under a seeded global ``random`` (DEAP draws from it), ending early after ``ga.stall``
+    generations without improvement. Returns the hall of fame (the ``keep`` best individuals ever seen)
+    and the best fitness per generation."""
     state = random.getstate()
     random.seed(f"{ga.seed}:{salt}")
     try:
         pop = toolbox.population(n=ga.population)
-        hof = tools.HallOfFame(1)
-        stats = tools.Statistics(lambda ind: ind.fitness.values[0])
-        stats.register("max", max)
-        _, log = algorithms.eaSimple(pop, toolbox, cxpb=ga.cxpb, mutpb=ga.mutpb, ngen=ga.generations,
-                                     stats=stats, halloffame=hof, verbose=False)
+        hof = tools.HallOfFame(keep)
+        _evaluate(toolbox, pop)
+        hof.update(pop)
+        history = [hof[0].fitness.values[0]]
+        since = 0
+        for _ in range(ga.generations):
+            pop = algorithms.varAnd(toolbox.select(pop, len(pop)), toolbox, ga.cxpb, ga.mutpb)
+            _evaluate(toolbox, pop)
+            hof.update(pop)
+            best = hof[0].fitness.values[0]
+            since = since + 1 if best <= history[-1] else 0
+            history.append(best)
+            if ga.stall and since >= ga.stall:
+                break
     finally:
         random.setstate(state)
-    return hof, [float(r["max"]) for r in log]
+    return hof, [float(h) for h in history]
+
+
+def _evaluate(toolbox: base.Toolbox, pop: list) -> None:
+    for ind in pop:
+        if not ind.fitness.valid:
+            ind.fitness.values = toolbox.evaluate(ind)
 
 
 def int_vector_toolbox(lows: Sequence[int], highs: Sequence[int], evaluate: Callable, ga: GASettings,

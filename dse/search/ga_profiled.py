@@ -15,12 +15,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from deap import base, tools, algorithms
+from deap import base, tools
 
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.search.finetune import FinetuneResult, finetune
-from dse.search.ga_common import GASettings, deap_types, repair_cuts
+from dse.search.ga_common import GASettings, deap_types, repair_cuts, run_ga
 from dse.search.params import search_config
 from dse.search.probe import Probe, as_probe
 from dse.search.settings import SearchSettings
@@ -193,24 +193,14 @@ def profiled_mapping(space: SearchSpace, options: Sequence[str], profile: Sequen
     tb.register("mate", tools.cxTwoPoint)
     tb.register("mutate", paint)
     tb.register("select", tools.selTournament, tournsize=ga.tournament)
-    state = random.getstate()
-    random.seed(f"{ga.seed}:profiled-deap")
-    try:
-        pop = tb.population(n=ga.population)
-        hof = tools.HallOfFame(4 * keep)
-        stats = tools.Statistics(lambda ind: ind.fitness.values[0])
-        stats.register("max", max)
-        _, log = algorithms.eaSimple(pop, tb, cxpb=ga.cxpb, mutpb=ga.mutpb, ngen=ga.generations, stats=stats,
-                                     halloffame=hof, verbose=False)
-    finally:
-        random.setstate(state)
+    hof, history = run_ga(tb, ga, "profiled-deap", keep=4 * keep)
     ranked, seen = [], set()
     for ind in hof:
         mapping, _ = dec.decode(ind)
         if (mapping.option, mapping.cuts) not in seen:
             seen.add((mapping.option, mapping.cuts))
             ranked.append(mapping)
-    return ranked[:keep], count[0], [float(r["max"]) for r in log]
+    return ranked[:keep], count[0], history
 
 
 def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],

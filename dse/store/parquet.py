@@ -56,12 +56,24 @@ def _read_table(path: Path) -> pa.Table:
         raise DseError(f"{path} is not a readable Parquet file ({exc}); delete it or restore it from a backup") from None
 
 
-def read(path: str | Path, schema: pa.Schema = SCHEMA) -> pd.DataFrame:
-    """Load a measurement file into pandas; an empty frame with the schema's columns if it does not exist."""
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A table in the schema's columns and types; columns a file from an older version lacks are null."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f.name, pa.nulls(len(table), f.type))
+    return table.select(schema.names).cast(schema)
+
+
+def read(path: str | Path, schema: pa.Schema = SCHEMA, context: str | None = None) -> pd.DataFrame:
+    """Load a measurement file into pandas; an empty frame with the schema's columns if it does not exist.
+    With ``context``: only the rows measured in that context (a file from before contexts counts as "")."""
     path = Path(path)
     if not path.exists():
         return schema.empty_table().to_pandas()
-    return _read_table(path).to_pandas()
+    frame = _conform(_read_table(path), schema).to_pandas()
+    if context is not None:
+        frame = frame[frame["context"].fillna("") == context].reset_index(drop=True)
+    return frame
 
 
 def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Path:
@@ -69,14 +81,15 @@ def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Pa
     new = _table(rows, schema)
     path = Path(path)
     if path.exists():
-        new = pa.concat_tables([_read_table(path).select(schema.names).cast(schema), new])
+        new = pa.concat_tables([_conform(_read_table(path), schema), new])
     return write_atomic(new, path)
 
 
 def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHEMA,
-          dedupe_on: str | None = "config_hash") -> pd.DataFrame:
-    """Combine per-job files into one (first occurrence of a configuration wins)."""
-    frames = [read(p, schema) for p in inputs if Path(p).exists()]
+          dedupe_on: str | None = "config_hash", context: str | None = None) -> pd.DataFrame:
+    """Combine per-job files into one (first occurrence of a configuration wins; with ``context``, only
+    that context's rows)."""
+    frames = [read(p, schema, context) for p in inputs if Path(p).exists()]
     frames = [f for f in frames if len(f)]
     frame = pd.concat(frames, ignore_index=True) if frames else schema.empty_table().to_pandas()
     if dedupe_on and len(frame):

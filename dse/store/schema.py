@@ -52,6 +52,9 @@ SCHEMA = pa.schema([
     ("timestamp", pa.float64()),
     ("seed", pa.int64()),
     ("versions_json", pa.string()),
+    # digest of what the measurement depends on besides its configuration (platform definition, sample
+    # size, warm-up, seed): a cache never answers with a row of another context
+    ("context", pa.string()),
 ])
 
 
@@ -70,7 +73,7 @@ def versions() -> dict:
 
 
 def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
-                    engines_built: dict | None = None) -> dict:
+                    engines_built: dict | None = None, context: str = "") -> dict:
     c = m.config
     return {
         "config_hash": c.hash,
@@ -110,6 +113,7 @@ def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
         "timestamp": time.time(),
         "seed": int(seed),
         "versions_json": json.dumps(versions(), sort_keys=True),
+        "context": context,
     }
 
 

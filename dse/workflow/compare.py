@@ -24,11 +24,10 @@ from omegaconf import OmegaConf
 
 from dse.configuration import Configuration
 from dse.errors import DseError, choices_error
-from dse.evaluate import Evaluator
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.ga_common import GASettings
 from dse.search.recorder import RecordingProbe
-from dse.workflow.phases import RunContext, _progress
+from dse.workflow.phases import RunContext
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
            "Fine-tuning GA", "Exhaustive", "Random", "Proposed")
@@ -42,9 +41,11 @@ PROPOSED_FILES = ("maximize", "explore-*", "search", "finetune")
 @dataclass
 class CompareSettings:
     methods: tuple[str, ...] = METHODS
-    ga: GASettings = field(default_factory=lambda: GASettings(population=24, generations=20))
-    finetune_ga: GASettings = field(default_factory=lambda: GASettings(population=16, generations=10))
+    # the measuring GAs run until converged (no better FPS for `stall` generations), capped by `generations`
+    ga: GASettings = field(default_factory=lambda: GASettings(population=32, generations=100, stall=15))
+    finetune_ga: GASettings = field(default_factory=lambda: GASettings(population=16, generations=40, stall=8))
     profiled_ga: GASettings = field(default_factory=lambda: GASettings(population=60, generations=60))
+    target: float = 0.98     # "points to target": distinct points until FPS >= target x the best method's
     exhaustive_cap: int = 3000
     exhaustive_max_cuts: int = 2
 
@@ -66,6 +67,7 @@ class CompareSettings:
                    finetune_ga=GASettings.from_dict(d.get("finetune_ga"), **{**out.finetune_ga.to_dict(), "seed": seed}),
                    profiled_ga=GASettings.from_dict(d.get("profiled_ga"), **{**out.profiled_ga.to_dict(), "seed": seed}),
                    exhaustive_cap=int(d.get("exhaustive_cap", out.exhaustive_cap)),
+                   target=float(d.get("target", out.target)),
                    exhaustive_max_cuts=int(d.get("exhaustive_max_cuts", out.exhaustive_max_cuts)))
 
 
@@ -117,18 +119,14 @@ class Comparison:
     def probe(self, method: str) -> RecordingProbe:
         """A fresh evaluator (cache = every file of the run so far) writing the method's own file."""
         slug = SLUG[method]
-        cache_dir = self.ctx.run / "cache"
-        store = cache_dir / f"compare-{slug}.parquet"
-        others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
-        ev = Evaluator(self.backend, store, cache_files=others, seed=int(self.ctx.cfg.seed),
-                       on_measure=_progress(f"compare {method}"))
+        ev = self.ctx.evaluator(f"compare-{slug}", f"compare {method}", backend=self.backend)
         return RecordingProbe(ev, strategy=method, phase_prefix=slug)
 
     def proposed_rows(self) -> pd.DataFrame:
         from dse.store import read
 
         files = [p for pat in PROPOSED_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
-        frames = [read(p) for p in files]
+        frames = [read(p, context=self.ctx.measurement_context) for p in files]
         frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
         if frame is None:
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")

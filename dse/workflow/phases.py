@@ -105,12 +105,20 @@ class RunContext:
     def options(self) -> list[str]:
         return list(self.settings.options or self.space.options)
 
-    def evaluator(self, phase_file: str, label: str) -> Evaluator:
+    @cached_property
+    def measurement_context(self) -> str:
+        from dse.workflow.plan import measurement_context
+
+        return measurement_context(self.cfg)
+
+    def evaluator(self, phase_file: str, label: str, backend=None) -> Evaluator:
+        """Measures through ``backend`` (the run's by default) into ``cache/<phase_file>.parquet``; the cache
+        holds every measurement of the run so far in this run's measurement context."""
         cache_dir = self.run / "cache"
         store = cache_dir / f"{phase_file}.parquet"
         others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
-        return Evaluator(self.backend, store, cache_files=others, seed=int(self.cfg.seed),
-                         on_measure=_progress(label))
+        return Evaluator(backend or self.backend, store, cache_files=others, seed=int(self.cfg.seed),
+                         on_measure=_progress(label), context=self.measurement_context)
 
 
 def _progress(label: str):

@@ -5,6 +5,8 @@ Files are rewritten only when their content changes (mtimes drive Snakemake's re
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -27,16 +29,28 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def config_parts(cfg: DictConfig) -> dict[str, dict]:
+def _measure_part(cfg: DictConfig) -> dict:
     b = cfg.benchmark
+    return {"benchmark": b.name, "precision": cfg.precision, "batch": int(cfg.batch),
+            "input_size": int(b.input_size), "preprocess": b.preprocess, "application": b.application,
+            "sample_size": int(b.sample_size), "warmup": int(b.warmup), "seed": int(cfg.seed)}
+
+
+def config_parts(cfg: DictConfig) -> dict[str, dict]:
     return {
         "model": model_source(cfg),
         "platform": OmegaConf.to_container(cfg.platform, resolve=True),
-        "measure": {"benchmark": b.name, "precision": cfg.precision, "batch": int(cfg.batch),
-                    "input_size": int(b.input_size), "preprocess": b.preprocess, "application": b.application,
-                    "sample_size": int(b.sample_size), "warmup": int(b.warmup), "seed": int(cfg.seed)},
+        "measure": _measure_part(cfg),
         "search": OmegaConf.to_container(cfg.search, resolve=True),
     }
+
+
+def measurement_context(cfg: DictConfig) -> str:
+    """Digest of the platform and measure parts: what a measurement depends on besides its configuration
+    (whose hash covers the model, option, cuts and parameters). Cached rows of another context are stale."""
+    text = json.dumps({"platform": OmegaConf.to_container(cfg.platform, resolve=True), "measure": _measure_part(cfg)},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def option_names(cfg: DictConfig) -> list[str]:

@@ -10,13 +10,15 @@ from dse.report import plots
 from dse.report.tables import DEFAULT_BOARD_COSTS, best_row, cost_row, markdown_table, proposed_rows
 from dse.store import merge
 from dse.store.atomic import write_text_atomic
+from dse.workflow.plan import measurement_context
 
 
 def report(run: str | Path) -> Path:
     run = Path(run)
     cfg = OmegaConf.load(run / "config.yaml")
     # every measurement goes to the file; the tables and plots describe the proposed method's run
-    frame = proposed_rows(merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet"))
+    frame = proposed_rows(merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet",
+                                context=measurement_context(cfg)))
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
     selected = json.loads((run / "selected.json").read_text())
     costs = OmegaConf.to_container(cfg.platform.get("board_costs") or OmegaConf.create(DEFAULT_BOARD_COSTS))

@@ -38,6 +38,8 @@ class Planned:
     loadables: int
     fallback_layers: int
     extra_engines: list[StageCost] = field(default_factory=list)   # e.g. the DLA engine of an interleaved stage
+    dla_engines: int = 0                                           # engines deserialized on the DLAs
+    dla_loadables_per_core: dict[int, int] = field(default_factory=dict)
 
 
 class SimBackend:
@@ -132,7 +134,8 @@ class SimBackend:
         gpu_f = 1.0 / freq_factor(p, p.main_pe, freqs.get(p.main_pe))
         dla_f = 1.0 / freq_factor(p, p.dla_pes()[0].name, freqs.get("DLA")) if p.dla_pes() else 1.0
         stages, runtimes = [], []
-        loadables = fallback = 0
+        loadables = fallback = engines = 0
+        per_core: dict[int, int] = {}   # DLA core -> loadables deserialized on it
         extra: list[StageCost] = []
         dla_names = [d.name for d in p.dla_pes()]
         for k, spec in enumerate(option.stages):
@@ -154,6 +157,9 @@ class SimBackend:
                     loadables += dsc.loadables * len(used)
                     fallback += dsc.fallback_layers
                     extra.append(dsc)
+                    engines += len(used)
+                    for c in used:
+                        per_core[c] = per_core.get(c, 0) + dsc.loadables
                 continue
             if spec.pe_type == "gpu":
                 cores = [None] * s
@@ -165,29 +171,29 @@ class SimBackend:
             if spec.pe_type == "dla":
                 loadables += sc.loadables * (2 if spec.pnd else 1)
                 fallback += sc.fallback_layers
+                engines += len(set(cores))
+                for c in set(cores):
+                    per_core[c] = per_core.get(c, 0) + sc.loadables
         size = config.input_size
         pre = p.prepost.pre_us(size, config.batch, self.preprocess)
         boxes = int(self.table.boxes * (size / self.input_size) ** 2)
         post = p.prepost.post_us(boxes, config.batch)
         cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
-        return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra)
+        return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
+                       dla_engines=engines, dla_loadables_per_core=per_core)
 
     def _limit_reason(self, config: Configuration, planned: Planned) -> str | None:
+        """The SDK's DLA limits: engines deserialized on the DLAs at once (4 on Xavier with TensorRT 6, thesis
+        Sec. 2: so at most 4 DLA-mapped stages) and loadables per core (GPU fallback splits an engine)."""
         lim = self.platform.limits
-        option = self.platform.options[config.option]
-        per_core: dict[int, int] = {}
-        for spec, sc in zip(option.stages, planned.stages):
-            if spec.pe_type != "dla":
-                continue
-            for core in ((0, 1) if spec.pnd else (spec.core or 0,)):
-                per_core[core] = per_core.get(core, 0) + sc.loadables
-        if lim.max_dla_loadables_total is not None and planned.loadables > lim.max_dla_loadables_total:
-            return (f"{planned.loadables} DLA loadables (GPU fallback of {planned.fallback_layers} layer(s) splits the "
-                    f"DLA stages) exceed the platform limit of {lim.max_dla_loadables_total}")
+        if lim.max_dla_engines_total is not None and planned.dla_engines > lim.max_dla_engines_total:
+            return (f"{planned.dla_engines} engines on the DLAs exceed the platform limit of "
+                    f"{lim.max_dla_engines_total}")
         if lim.max_dla_loadables_per_core is not None:
-            for core, count in per_core.items():
+            for core, count in sorted(planned.dla_loadables_per_core.items()):
                 if count > lim.max_dla_loadables_per_core:
-                    return f"{count} loadables on DLA{core} exceed the limit of {lim.max_dla_loadables_per_core} per core"
+                    return (f"{count} loadables on DLA{core} (GPU fallback of {planned.fallback_layers} layer(s) "
+                            f"splits the DLA engines) exceed the limit of {lim.max_dla_loadables_per_core} per core")
         return None
 
     # ---- measuring --------------------------------------------------------------------------------------------
