@@ -19,7 +19,7 @@ from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.search import (Probe, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
-                        select_option, unique_tuples)
+                        select_option, shortlist, unique_tuples)
 from dse.search.candidates import candidate_cuts
 from dse.search.global_search import balanced_policies, main_pe_policies
 from dse.search.initial import balanced_tuple, initial_tuple, random_tuple
@@ -454,12 +454,16 @@ def test_run_search_end_to_end_asks_nothing_twice_and_reproduces():
     space = model.space()
     settings = fast(seed=7, sample_step=5, min_local_searches=3)
     r = run_search(space, StrictEvaluator(model), BASE, settings)
-    assert r.selected == select_option(r.options) == max(r.options, key=lambda o: r.options[o].fps)
+    short = shortlist(r.options, settings.refine_within)
+    assert short[0] == select_option(r.options) == max(r.options, key=lambda o: r.options[o].fps)
+    assert set(r.refined) == {o for o in short if space.n_cuts(o)} and r.selected in short
+    assert r.full is r.refined.get(r.selected)
+    assert r.finetune.start_fps == max(r.refined[o].fps if o in r.refined else r.options[o].fps for o in short)
     assert r.options["E"].tuples_measured == 0
     assert r.options["E"].best_config == r.maximize.config
-    assert r.unique_tuples == unique_tuples([*r.options.values(), r.full] if r.full else r.options.values())
+    assert r.unique_tuples == unique_tuples([*r.options.values(), *r.refined.values()])
     assert r.unique_tuples == unique_tuples([o.to_dict() for o in r.options.values()]
-                                            + ([r.full.to_dict()] if r.full else []))
+                                            + [o.to_dict() for o in r.refined.values()])
     assert r.param_points == r.finetune.points > 0
     assert r.finetune.fps >= (1 - settings.degradation) * r.finetune.reference_fps
     doc = r.to_dict()
@@ -486,3 +490,21 @@ def test_explore_option_rejects_bad_mode_and_bounds():
         explore_option(space, CachingEvaluator(Model([0.1] * 20)), "A", {"pre": 1}, fast(), base=BASE)
     with pytest.raises(DseError, match="mapping option"):
         explore_option(space, CachingEvaluator(Model([0.1] * 20)), "Z", BOUNDS, fast(), base=BASE)
+
+
+def test_shortlist_keeps_options_close_to_the_best():
+    fps = {"A": 100.0, "B": 98.0, "C": 90.0, "E": 99.5, "D": 97.0}
+    assert shortlist(fps, 0.03) == ["A", "E", "B", "D"]
+    assert shortlist(fps, 0.0) == ["A"] == [select_option(fps)]
+    assert shortlist({"A": 0.0, "E": 0.0}, 0.05)[0] == select_option({"A": 0.0, "E": 0.0})
+
+
+def test_search_config_sizes_buffers_for_the_pipeline():
+    """One-stage: the maximizer's buffer bound (found on that very pipeline); deeper: one frame per busy
+    thread and execution context at least, so the cut search never starves a stage of frames."""
+    from dse.search.params import search_config
+
+    bounds = {"pre": 2, "post": 1, "buffers": 5, "streams": 3}
+    assert search_config(BASE, "E", (), (3,), bounds).buffers == 5
+    assert search_config(BASE, "PND-A", (20,), (4, 2), bounds).buffers == 2 + 1 + 4 + 2
+    assert search_config(BASE, "A", (20,), (1, 1), bounds).buffers == 5

@@ -6,7 +6,7 @@ The proposed method of the thesis (Ch. 3.5): parameter maximizer, pipeline cut-p
 from dse.search.explorer import OptionResult, explore_option
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.maximizer import MaximizeResult, maximize
-from dse.search.pipeline import (SearchResult, explore_options, full_search, run_search, select_option,
+from dse.search.pipeline import (SearchResult, explore_options, refine, run_search, select_option, shortlist,
                                  unique_tuples)
 from dse.search.probe import Probe
 from dse.search.settings import SearchSettings
@@ -14,6 +14,6 @@ from dse.search.space import Evaluator, SearchSpace
 
 __all__ = [
     "Evaluator", "FinetuneResult", "MaximizeResult", "OptionResult", "Probe", "SearchResult", "SearchSettings",
-    "SearchSpace", "explore_option", "explore_options", "finetune", "full_search", "maximize", "run_search",
-    "select_option", "unique_tuples",
+    "SearchSpace", "explore_option", "explore_options", "finetune", "maximize", "refine", "run_search",
+    "select_option", "shortlist", "unique_tuples",
 ]

@@ -1,13 +1,14 @@
 """The proposed optimization process end to end (thesis Fig. 3.6), and its phases for workflow rules.
 
-maximize (option E) -> global-only exploration of every mapping option -> pick the best option ->
-full exploration of it (skipped for a single-stage option) -> fine-tune. Each phase is a function a
+maximize (option E) -> global-only exploration of every mapping option -> full exploration of the best
+option and of every option within ``refine_within`` of it (skipped for single-stage options) -> the best
+of those -> fine-tune. Each phase is a function a
 Snakemake rule can call on its own (one job per option for the global phase); ``run_search`` chains
 them in one process sharing one memo, so nothing is asked for twice.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from dse.configuration import Configuration
@@ -29,11 +30,12 @@ class SearchResult:
     finetune: FinetuneResult
     measured: int                    # configurations newly measured by this run's evaluator calls
     settings: SearchSettings | None = None
+    refined: dict[str, OptionResult] = field(default_factory=dict)   # full searches of the shortlist
 
     @property
     def unique_tuples(self) -> int:
         """Cut tuples measured (global phase of all options + full search), each counted once (Table 3.4)."""
-        return unique_tuples([*self.options.values(), *([self.full] if self.full else [])])
+        return unique_tuples([*self.options.values(), *self.refined.values()])
 
     @property
     def param_points(self) -> int:
@@ -49,6 +51,7 @@ class SearchResult:
             "maximize": self.maximize.to_dict(),
             "options": {o: r.to_dict() for o, r in self.options.items()},
             "full": self.full.to_dict() if self.full else None,
+            "refined": {o: r.fps for o, r in self.refined.items()},
             "finetune": self.finetune.to_dict(),
         }
 
@@ -77,6 +80,19 @@ def select_option(option_fps: Mapping[str, float | OptionResult]) -> str:
     return min(order, key=key)
 
 
+def shortlist(option_fps: Mapping[str, float | OptionResult], within: float) -> list[str]:
+    """The options worth a full search: the selected one first, then every other whose global-phase FPS
+    is within ``within`` (a fraction) of it, best first."""
+    def fps(o: str) -> float:
+        v = option_fps[o]
+        return v.fps if isinstance(v, OptionResult) else float(v)
+
+    first = select_option(option_fps)
+    rest = sorted((o for o in option_fps if o != first and fps(o) >= (1 - within) * fps(first)),
+                  key=lambda o: -fps(o))
+    return [first, *rest]
+
+
 def explore_options(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
                     bounds: Mapping[str, int], settings: SearchSettings, options: Sequence[str] | None = None,
                     initial: Mapping[str, Sequence[int]] | None = None,
@@ -92,19 +108,19 @@ def explore_options(space: SearchSpace, evaluator: Evaluator | Probe, base: Conf
     return out
 
 
-def full_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, option: str,
-                bounds: Mapping[str, int], settings: SearchSettings, initial: Sequence[int] | None = None,
-                progress: Callable[[str], None] | None = None) -> tuple[OptionResult | None, FinetuneResult]:
-    """Full exploration of the selected option (none for a single-stage option), then fine-tuning."""
-    probe = as_probe(evaluator)
-    if progress:
-        progress(f"full search, option {option}")
-    result = explore_option(space, probe, option, bounds, settings, "full" if space.n_cuts(option) else "global",
-                            initial, base=base)
-    if progress:
-        progress("fine-tuning")
-    tuned = finetune(space, probe, result.best_config, settings)
-    return (result if space.n_cuts(option) else None), tuned
+def refine(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+           bounds: Mapping[str, int], settings: SearchSettings, initial: Mapping[str, Sequence[int]] | None = None,
+           progress: Callable[[str], None] | None = None) -> dict[str, OptionResult]:
+    """Full exploration (global + local) of each shortlisted option; a single-stage option has no cuts,
+    so its global result (already measured) is all there is."""
+    probe, initial = as_probe(evaluator), dict(initial or {})
+    out = {}
+    for option in options:
+        if progress:
+            progress(f"full search, option {option}")
+        mode = "full" if space.n_cuts(option) else "global"
+        out[option] = explore_option(space, probe, option, bounds, settings, mode, initial.get(option), base=base)
+    return out
 
 
 def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, settings: SearchSettings,
@@ -117,7 +133,12 @@ def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configura
         progress(f"maximizing parameters on option {space.main_only_option()}")
     mx = maximize(probe, base, settings, space.main_only_option())
     results = explore_options(space, probe, base, mx.bounds, settings, options, initial, progress)
-    selected = select_option(results)
-    full, tuned = full_search(space, probe, base, selected, mx.bounds, settings, (initial or {}).get(selected),
-                              progress)
-    return SearchResult(mx, results, selected, full, tuned, measured=probe.measured - before, settings=settings)
+    refined = refine(space, probe, base, shortlist(results, settings.refine_within), mx.bounds, settings, initial,
+                     progress)
+    selected = select_option(refined)
+    if progress:
+        progress("fine-tuning")
+    tuned = finetune(space, probe, refined[selected].best_config, settings)
+    full = {o: r for o, r in refined.items() if space.n_cuts(o)}
+    return SearchResult(mx, results, selected, full.get(selected), tuned, measured=probe.measured - before,
+                        settings=settings, refined=full)

@@ -37,6 +37,9 @@ class SearchSettings:
     cpu_ratio: float = 10.0          # CPU/GPU time ratio assumed by the balanced initial tuple
     initial: str = "random"          # random | balanced (needs a GPU per-layer profile) | auto
     max_tuples: int = 2000           # safety budget of configurations one exploration may ask for
+    # full search on every option whose global-phase FPS is within this fraction of the best one's (the
+    # thesis refines only the best: 0); options a few % apart after the global phase often swap places
+    refine_within: float = 0.03
     options: tuple[str, ...] = ()    # mapping options to explore; empty = all of the platform
 
     def __post_init__(self):
@@ -49,7 +52,7 @@ class SearchSettings:
                 raise DseError(f"search.{name} must be >= 1, got {getattr(self, name)}")
         if self.sample_step < 0:
             raise DseError(f"search.sample_step must be >= 0 (0 = automatic), got {self.sample_step}")
-        for name in ("epsilon", "degradation", "t_step"):
+        for name in ("epsilon", "degradation", "t_step", "refine_within"):
             if not 0 <= getattr(self, name) < 1:
                 raise DseError(f"search.{name} must be in [0, 1), got {getattr(self, name)}")
         if self.t_step == 0:

@@ -184,30 +184,34 @@ def _reused_initial(ctx: RunContext, option: str):
 
 
 def select_option(run: str | Path, options: list[str]) -> dict:
-    from dse.search import select_option as pick
+    """The best option after the global phase, and the shortlist the search refines (search.refine_within)."""
+    from dse.search import select_option as pick, shortlist
 
     run = Path(run)
+    ctx = RunContext(run)
     fps = {o: json.loads((run / "options" / f"{o}.json").read_text())["fps"] for o in options}
     selected = pick(fps)
-    out = {"selected": selected, "option_fps": fps}
+    out = {"selected": selected, "shortlist": shortlist(fps, ctx.settings.refine_within), "option_fps": fps}
     write_json_atomic(run / "selected.json", out)
     print(f"[select] option {selected} ({fps[selected]:.1f} FPS) of " +
-          ", ".join(f"{o} {v:.1f}" for o, v in fps.items()), file=sys.stderr, flush=True)
+          ", ".join(f"{o} {v:.1f}" for o, v in fps.items()) + f"; full search of {', '.join(out['shortlist'])}",
+          file=sys.stderr, flush=True)
     return out
 
 
 def search(run: str | Path) -> dict:
-    """Global + local search (Algorithms 2 and 3) on the selected option."""
-    from dse.search import explore_option as explore
+    """Global + local search (Algorithms 2 and 3) on each shortlisted option; the best of them wins."""
+    from dse.search import refine, select_option as pick
 
     ctx = RunContext(Path(run))
-    selected = json.loads((ctx.run / "selected.json").read_text())["selected"]
+    shortlist = json.loads((ctx.run / "selected.json").read_text())["shortlist"]
     bounds = json.loads((ctx.run / "maximize.json").read_text())["bounds"]
-    ev = ctx.evaluator("search", f"search {selected}")
-    mode = "full" if ctx.space.n_cuts(selected) else "global"
-    result = explore(ctx.space, ev, selected, bounds, ctx.settings, mode, _reused_initial(ctx, selected),
-                     base=ctx.base)
-    out = result.to_dict()
+    ev = ctx.evaluator("search", f"search {'/'.join(shortlist)}")
+    initial = {o: cuts for o in shortlist if (cuts := _reused_initial(ctx, o)) is not None}
+    results = refine(ctx.space, ev, ctx.base, shortlist, bounds, ctx.settings, initial,
+                     progress=lambda msg: print(f"[search] {msg}", file=sys.stderr, flush=True))
+    selected = pick(results)
+    out = {**results[selected].to_dict(), "selected": selected, "refined": {o: r.fps for o, r in results.items()}}
     write_json_atomic(ctx.run / "search.json", out)
     _done(f"search {selected}", ev, out["fps"])
     return out

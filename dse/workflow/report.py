@@ -21,6 +21,8 @@ def report(run: str | Path) -> Path:
                                 context=measurement_context(cfg)))
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
     selected = json.loads((run / "selected.json").read_text())
+    searched = json.loads((run / "search.json").read_text())
+    refined = searched.get("refined", {})
     costs = OmegaConf.to_container(cfg.platform.get("board_costs") or OmegaConf.create(DEFAULT_BOARD_COSTS))
     b = cfg.benchmark
     cost = cost_row(frame, int(b.sample_size), int(b.warmup), costs)
@@ -41,8 +43,13 @@ def report(run: str | Path) -> Path:
         "",
         "## Mapping options (global search, thesis Fig. 3.8)",
         "",
-        markdown_table([{"Option": o, "FPS": round(v, 1), "Selected": "yes" if o == selected["selected"] else ""}
+        markdown_table([{"Option": o, "FPS": round(v, 1),
+                         "Full search (FPS)": round(refined[o], 1) if o in refined else "",
+                         "Selected": "yes" if o == searched["selected"] else ""}
                         for o, v in sorted(selected["option_fps"].items(), key=lambda kv: -kv[1])]),
+        f"Options within {100 * float(cfg.search.refine_within):.0f} % of the best after the global phase get a "
+        "full (global + local) search; the best of them is fine-tuned.",
+        "",
         "## Exploration cost (thesis Table 3.4 row)",
         "",
         markdown_table([cost]),

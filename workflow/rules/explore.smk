@@ -33,7 +33,7 @@ rule explore_option:
 
 
 rule select_option:
-    """The mapping option with the best FPS."""
+    """The mapping option with the best FPS, and the shortlist within search.refine_within of it."""
     input:
         lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=RUNS[wc.run]),
     output:
@@ -45,7 +45,7 @@ rule select_option:
 
 
 rule search:
-    """Global + local search (Algorithms 2 and 3) on the selected option, T lowered greedily."""
+    """Global + local search (Algorithms 2 and 3, T lowered greedily) on each shortlisted option."""
     input:
         "{run}/selected.json",
     output:
