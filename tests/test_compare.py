@@ -63,3 +63,16 @@ def test_nothing_measured_twice_and_methods_labelled(compared):
         assert len(strategies) == 1, (stem, strategies)
     phases = set(frame.loc[frame["strategy"] != "proposed", "phase"]) - {"baseline"}
     assert all("/" in p for p in phases), phases   # compare rows never pass for the proposed method's phases
+
+
+def test_bench_summary_reads_the_targets_off_the_comparison(compared):
+    from bench.compare_methods import summarize
+
+    frame = pd.read_parquet(compared / "comparison.parquet")
+    s = summarize(frame)
+    ran = frame[frame["status"] == "ok"].set_index("method")
+    assert s["best_fps"] == ran["fps"].max() and s["proposed_fps"] == ran.loc["Proposed", "fps"]
+    assert s["targets"]["within_2pct_of_best"] == (s["proposed_over_best"] >= 0.98)
+    assert s["targets"]["fewer_points_than_comprehensive_ga"] == (
+        ran.loc["Proposed", "points_measured"] < ran.loc["Comprehensive GA", "points_measured"])
+    assert s["profiled_estimate_low_pct"] and s["points"]["Proposed"] == ran.loc["Proposed", "points_measured"]

@@ -5,7 +5,7 @@
 from pathlib import Path
 
 BENCH_ROOT = Path(workflow.main_snakefile).resolve().parent  # the repository, where the bench package lives
-BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality"]
+BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality", "compare_methods"]
 
 
 rule bench_module:

@@ -1,7 +1,7 @@
 """SimBackend: measure a Configuration on a virtual board (cost model -> DES -> power -> noise).
 
 It checks exactly what a real board or TensorRT would refuse (unknown option, stage/stream mismatch,
-infeasible cuts, FP32 on a DLA, too many DLA loadables, DLA batch limit) and returns a failed
+infeasible cuts, FP32 on a DLA, too many DLA engines or loadables per core, DLA batch limit) and returns a failed
 Measurement with the reason instead of a number. It exposes what a board exposes: a per-layer GPU
 profile (like TensorRT's IProfiler), one time per DLA stage, utilizations, power.
 """
