@@ -159,3 +159,14 @@ def test_sim_engines_go_through_the_cache(analysis, tmp_path):
     assert len(first.engine_keys) == 2 and first.engine_keys == again.engine_keys
     assert first.build_s > 0 and again.build_s == 0
     assert cache.counts["dla"] == {"built": 1, "reused": 1}
+
+
+def test_repeat_runs_draw_fresh_noise(be):
+    """A re-run (repeat > 0) of a configuration is an independent sample; repeat 0 is the cached answer."""
+    c = cfg(buffers=6, pre_threads=3, streams=(2,))
+    first = be.measure(c)
+    assert be.measure(c, repeat=0).fps == first.fps
+    runs = [be.measure(c, repeat=i).fps for i in range(1, 4)]
+    assert len(set(runs)) == 3 and first.fps not in runs
+    assert all(r == pytest.approx(first.fps, rel=0.08) for r in runs)
+    assert be.measure(c, repeat=2).fps == runs[1]

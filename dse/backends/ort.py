@@ -139,7 +139,8 @@ class OrtBackend:
                 options["cfg"] = str(self.model)
         return create_application(self.application, options, self.analysis.inputs, self.analysis.outputs)
 
-    def measure(self, config: Configuration) -> Measurement:
+    def measure(self, config: Configuration, repeat: int = 0) -> Measurement:
+        # ``repeat``: a re-run of the same configuration; every real run is a fresh sample anyway
         from dse.runtime.pipeline import Pipeline, StagePlan
 
         reason = self.check(config)

@@ -250,7 +250,8 @@ class TrtBackend:
         cmd = ["scp", "-q", "-o", "BatchMode=yes"] + (["-P", str(t["port"])] if t.get("port") else [])
         self.runner(cmd + files + [dest], check=True, capture_output=True, text=True)
 
-    def measure(self, config: Configuration) -> Measurement:
+    def measure(self, config: Configuration, repeat: int = 0) -> Measurement:
+        # ``repeat``: a re-run of the same configuration; every real run is a fresh sample anyway
         reason = self.check(config)
         if reason:
             return Measurement.failed(config, reason, backend=self.name)

@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
@@ -50,7 +51,9 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
     costs = OmegaConf.to_container(cfg.platform.get("board_costs") or OmegaConf.create(DEFAULT_BOARD_COSTS))
     b = cfg.benchmark
     base_g = results.get("Base(G)")
-    base_fps = base_g["measurement"].fps if base_g and base_g["measurement"] is not None else 0.0
+    base_runs = (base_g or {}).get("confirmed") or []
+    base_fps = (float(np.mean(base_runs)) if base_runs
+                else base_g["measurement"].fps if base_g and base_g["measurement"] is not None else 0.0)
     rows = []
     for method, r in results.items():
         m = r["measurement"]
@@ -62,9 +65,13 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
             best = max(best, float(x.fps) if x.ok else 0.0)
             curve.append(best)
         extra = r["extra"]
+        runs = r.get("confirmed") or []
         rows.append({
             "method": method, "status": "ok" if fps > 0 else "failed", "fps": fps,
-            "gain_vs_base_g_pct": 100 * (fps / base_fps - 1) if base_fps and fps else float("nan"),
+            "fps_confirmed": float(np.mean(runs)) if runs else float("nan"),
+            "fps_confirmed_std": float(np.std(runs)) if runs else float("nan"), "repeats": len(runs),
+            "gain_vs_base_g_pct": (100 * ((float(np.mean(runs)) if runs else fps) / base_fps - 1)
+                                   if base_fps and fps else float("nan")),   # on the re-run means
             "energy_j_per_frame": float(m.energy_j_per_frame) if m is not None else float("nan"),
             "points_measured": len(r["asked"]),
             "mapping_points": extra.get("mapping_points"), "param_points": extra.get("param_points"),
@@ -88,11 +95,15 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
 
 
 def plot_fps(frame: pd.DataFrame, out: Path) -> Path:
+    """Each method's answer: the mean of its re-runs with their standard deviation (the single search
+    measurement where there were no re-runs)."""
     ok = frame[frame["status"] == "ok"]
+    fps = ok["fps_confirmed"].fillna(ok["fps"]) if "fps_confirmed" in ok else ok["fps"]
+    err = ok["fps_confirmed_std"].fillna(0.0) if "fps_confirmed_std" in ok else None
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     colors = ["#DD8452" if m == "Proposed" else "#4C72B0" for m in ok["method"]]
-    bars = ax.bar(ok["method"], ok["fps"], color=colors)
-    for bar, v in zip(bars, ok["fps"]):
+    bars = ax.bar(ok["method"], fps, yerr=err, capsize=2, color=colors)
+    for bar, v in zip(bars, fps):
         ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
     ax.set_ylabel("FPS")
     ax.set_title("FPS per exploration method")
@@ -133,7 +144,9 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
     plot_anytime(frame, run / "plots" / "compare_anytime.png")
     cfg = cmp.ctx.cfg
     ok = frame[frame["status"] != "skipped"]
-    table = [{"Method": r["method"], "FPS": _r(r["fps"]), "vs Base(G) (%)": _r(r["gain_vs_base_g_pct"], 0),
+    n = cmp.settings.repeats
+    table = [{"Method": r["method"], "FPS": _r(r["fps"]), f"FPS ({n} runs)": _r(r["fps_confirmed"]),
+              "+-": _r(r["fps_confirmed_std"]), "vs Base(G) (%)": _r(r["gain_vs_base_g_pct"], 0),
               "Energy (mJ/frame)": _r(1000 * r["energy_j_per_frame"]), "Points": int(r["points_measured"]),
               f"Points to {100 * cmp.settings.target:.0f} %": (int(r["points_to_target"])
                                                              if pd.notna(r.get("points_to_target")) else "never"),
@@ -146,6 +159,9 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
     lines = [f"# Exploration methods: {cfg.benchmark.name} on {cfg.platform.name} ({str(cfg.precision).upper()}, "
              f"batch {cfg.batch}, {cfg.benchmark.input_size}x{cfg.benchmark.input_size})", "",
              markdown_table(table),
+             f"FPS: the single measurement the method chose its answer by; FPS ({n} runs): mean and standard "
+             f"deviation of {n} fresh re-runs of that answer (a method that measured many noisy points tends to "
+             "keep a lucky one, so compare these). "
              "Points: distinct configurations a method asked for, counted whether or not another method had "
              "measured them first (all methods share one evaluator cache, so nothing was measured twice). "
              f"Points to {100 * cmp.settings.target:.0f} %: how many of them the method had asked for when its best "

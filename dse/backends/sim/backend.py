@@ -198,23 +198,25 @@ class SimBackend:
 
     # ---- measuring --------------------------------------------------------------------------------------------
     def sim_input(self, config: Configuration, planned: Planned, trace: bool = False,
-                  frames: int | None = None) -> SimInput:
+                  frames: int | None = None, repeat: int = 0) -> SimInput:
         p = self.platform
         buffers_total = max(1, math.ceil(self.sample_size / config.batch))
         n = frames or min(buffers_total, p.max_sim_frames)
         warm = self.warmup if self.warmup is not None else p.warmup_frames
         warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
-        rng_seed = int(noise_rng(self.seed, config.hash).integers(0, 2**31 - 1))
+        rng_seed = int(noise_rng(self.seed, config.hash, repeat).integers(0, 2**31 - 1))
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers, cpu_cores=p.cpu_cores,
                         cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace)
 
-    def measure(self, config: Configuration, *, trace: bool = False) -> Measurement:
-        meas, _ = self.measure_with_trace(config, trace=trace)
+    def measure(self, config: Configuration, *, trace: bool = False, repeat: int = 0) -> Measurement:
+        """One measurement; ``repeat`` > 0 re-runs the configuration with independent noise."""
+        meas, _ = self.measure_with_trace(config, trace=trace, repeat=repeat)
         return meas
 
-    def measure_with_trace(self, config: Configuration, *, trace: bool = False) -> tuple[Measurement, SimResult | None]:
+    def measure_with_trace(self, config: Configuration, *, trace: bool = False,
+                           repeat: int = 0) -> tuple[Measurement, SimResult | None]:
         t0 = time.perf_counter()
         reason = self._check(config)
         if reason:
@@ -226,16 +228,16 @@ class SimBackend:
             m.dla_loadables, m.fallback_layers = planned.loadables, planned.fallback_layers
             return m, None
         engine_keys, build_s = self._engines(config, planned)
-        res = simulate(self.sim_input(config, planned, trace=trace))
-        m = self._to_measurement(config, planned, res)
+        res = simulate(self.sim_input(config, planned, trace=trace, repeat=repeat))
+        m = self._to_measurement(config, planned, res, repeat)
         m.engine_keys, m.build_s = engine_keys, build_s
         m.measure_s = time.perf_counter() - t0
         return m, res
 
-    def _to_measurement(self, config: Configuration, planned: Planned, res: SimResult) -> Measurement:
+    def _to_measurement(self, config: Configuration, planned: Planned, res: SimResult, repeat: int = 0) -> Measurement:
         """stage_ms is each stage's time for one frame alone (like Fig. 3.12), the rest comes from the DES."""
         p = self.platform
-        rng = noise_rng(self.seed, config.hash)
+        rng = noise_rng(self.seed, config.hash, repeat)
         rng.integers(0, 2**31 - 1)  # the DES seed drawn in sim_input
         sigma = p.noise_sigma
         fps = res.buffers_per_s * config.batch * factor(rng, sigma)
