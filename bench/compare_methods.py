@@ -10,7 +10,7 @@ AGX; nothing is redone that is up to date) and checks the targets on each ``comp
 Next to the raw counts it reports each method's "points to 98 %" (points spent before its best FPS first
 came within 2 % of the best method's), which does not depend on the budget a GA is given.
 
-Run: ``python -m bench.compare_methods [--networks yolov4 ...] [--cores 2]``;
+Run: ``python -m bench.compare_methods [--networks yolov4 ...] [--cores 2] [--rerun]``;
 writes bench/results/compare_methods.json.
 """
 from __future__ import annotations
@@ -72,13 +72,14 @@ def main(argv=None) -> int:
     ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--output", type=Path, default=OUT)
+    ap.add_argument("--rerun", action="store_true", help="rerun the comparison jobs (not the proposed search)")
     args = ap.parse_args(argv)
 
     cwd = Path.cwd() if (Path.cwd() / "Snakefile").exists() else REPO
     load = load_average()
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "compare", "--config",
-           f"benchmarks=[{','.join(args.networks)}]"]
+           f"benchmarks=[{','.join(args.networks)}]"] + (["--forcerun", "comparison"] if args.rerun else [])
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode:
         print(proc.stderr[-4000:], file=sys.stderr)
