@@ -12,7 +12,8 @@ found a 2-/3-cut configuration the restricted sweep could not see).
 Next to it: measurements spent, unique cut tuples (Table 3.4's count), engines built (Table 3.7) and
 the selected option against the thesis' Table 3.5.
 
-Run: ``python -m bench.search_quality [--networks yolov4 ...] [--precisions int8 fp16]``;
+Run: ``python -m bench.search_quality [--networks yolov4 ...] [--precisions int8 fp16] [OVERRIDES...]``
+(e.g. ``search.refine_within=0 search.pipeline_buffers=false --output ...``: the thesis' own search);
 writes bench/results/search_quality.json (rewritten after every network, so a cut-short run keeps
 what it finished).
 """
@@ -52,14 +53,14 @@ THESIS_OPTION = {
 }
 
 
-def build(network: str, precision: str, engine_root: Path, platform: str = PLATFORM):
+def build(network: str, precision: str, engine_root: Path, platform: str = PLATFORM, overrides: tuple = ()):
     """Config, analysis, backend, search space, settings and base configuration of one benchmark run."""
     from dse.backends import make_backend
     from dse.config import compose_config
     from dse.network import load_analysis
     from dse.workflow.phases import base_configuration, search_settings, search_space
 
-    cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}"])
+    cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
     analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
     backend = make_backend(cfg, analysis, engine_root=engine_root)
     space = search_space(cfg, analysis, backend)
@@ -73,7 +74,8 @@ def describe(config) -> str:
     return f"{config.option}" + (f" ({cuts})" if cuts else "")
 
 
-def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, platform: str = PLATFORM) -> dict:
+def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, platform: str = PLATFORM,
+        overrides: tuple = ()) -> dict:
     """Proposed vs exhaustive for one network and precision."""
     from dse.evaluate import Evaluator
     from dse.search import Probe, run_search
@@ -82,7 +84,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
     load = load_average()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform)
+        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform, overrides)
         t_analysis = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))
         t1 = time.perf_counter()
@@ -125,13 +127,16 @@ def main(argv=None) -> int:
     ap.add_argument("--max-cuts", type=int, default=2, help="exhaustive: options with at most this many cuts")
     ap.add_argument("--cap", type=int, default=3000, help="exhaustive: most cut tuples over all options")
     ap.add_argument("--output", type=Path, default=OUT)
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. search.refine_within=0 "
+                                                   "search.pipeline_buffers=false (the thesis' search)")
     args = ap.parse_args(argv)
 
     rows = []
-    params = {"max_cuts": args.max_cuts, "cap": args.cap, "platform": args.platform}
+    params = {"max_cuts": args.max_cuts, "cap": args.cap, "platform": args.platform, "overrides": args.overrides}
     for network in args.networks:
         for precision in args.precisions:
-            row = one(network, precision, max_cuts=args.max_cuts, cap=args.cap, platform=args.platform)
+            row = one(network, precision, max_cuts=args.max_cuts, cap=args.cap, platform=args.platform,
+                      overrides=tuple(args.overrides))
             rows.append(row)
             print(f"{network:14s} {precision}: proposed {row['proposed_fps']:.1f} / best known "
                   f"{row['best_known_fps']:.1f} = {row['quality']:.3f}; {row['unique_tuples']} tuples "

@@ -508,3 +508,11 @@ def test_search_config_sizes_buffers_for_the_pipeline():
     assert search_config(BASE, "E", (), (3,), bounds).buffers == 5
     assert search_config(BASE, "PND-A", (20,), (4, 2), bounds).buffers == 2 + 1 + 4 + 2
     assert search_config(BASE, "A", (20,), (1, 1), bounds).buffers == 5
+
+
+def test_thesis_buffer_rule_keeps_the_maximizer_bound():
+    from dse.search.params import search_config
+
+    bounds = {"pre": 2, "post": 1, "buffers": 5, "streams": 3}
+    assert search_config(BASE, "PND-A", (20,), (4, 2), bounds, pipeline_buffers=False).buffers == 5
+    assert SearchSettings().pipeline_buffers and not SearchSettings(pipeline_buffers=False).pipeline_buffers

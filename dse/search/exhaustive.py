@@ -77,7 +77,7 @@ def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
         streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
                                main_pe=space.main_pe)
         for cuts in tuples:
-            cfg = search_config(base, option, cuts, streams, bounds)
+            cfg = search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)
             fps = score(probe.measure(cfg, PHASE))
             if fps > best_fps:
                 best_cfg, best_fps = cfg, fps

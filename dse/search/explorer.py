@@ -87,7 +87,7 @@ def explore_option(space: SearchSpace, evaluator: Evaluator | Probe, option: str
     streams = stream_tuple(types, bounds["streams"], dla_streams=settings.dla_streams, main_pe=space.main_pe)
 
     if len(types) == 1:  # nothing to cut: measure the option at the bounds
-        cfg = search_config(base, option, (), streams, bounds)
+        cfg = search_config(base, option, (), streams, bounds, settings.pipeline_buffers)
         m = tracker.measure(cfg, "single")
         return OptionResult(option, mode, cfg, m, configs=len(tracker.seen), threshold=settings.t0,
                             thresholds=[settings.t0], initial_how="none", trajectory=tracker.trajectory)
@@ -101,7 +101,8 @@ def explore_option(space: SearchSpace, evaluator: Evaluator | Probe, option: str
     for t in (_thresholds(settings) if mode == "full" else [settings.t0]):
         tried.append(t)
         outcome = global_search(space, tracker, base, option, streams, bounds, cands, init,
-                                threshold=t, top_k=top_k, full=(mode == "full"))
+                                threshold=t, top_k=top_k, full=(mode == "full"),
+                                pipeline_buffers=settings.pipeline_buffers)
         used = t
         if best_m is None or score(outcome.best) > score(best_m):
             best_cfg, best_m = outcome.best_config, outcome.best

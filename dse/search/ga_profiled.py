@@ -213,7 +213,7 @@ def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Conf
     for mapping in ranked:  # a mapping the board refuses (e.g. too many DLA loadables): the next best estimate
         streams = stream_tuple(space.stages(mapping.option), bounds["streams"], dla_streams=settings.dla_streams,
                                main_pe=space.main_pe)
-        start = search_config(base, mapping.option, mapping.cuts, streams, bounds)
+        start = search_config(base, mapping.option, mapping.cuts, streams, bounds, settings.pipeline_buffers)
         if probe.measure(start, PHASE).ok:
             break
     else:

@@ -66,7 +66,8 @@ def main_pe_policies(stage_types: Sequence[str], main_pe: str) -> list[Direction
 
 def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, option: str,
                   streams: Sequence[int], bounds: Mapping[str, int], candidates: Sequence[int],
-                  initial: Sequence[int], *, threshold: float, top_k: int, full: bool) -> GlobalOutcome:
+                  initial: Sequence[int], *, threshold: float, top_k: int, full: bool,
+                  pipeline_buffers: bool = True) -> GlobalOutcome:
     types = space.stages(option)
     n = len(types) - 1
     positions = sorted(set(candidates) | set(initial))
@@ -88,7 +89,7 @@ def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, opt
             best_cfg, best_m = cfg, m
 
     def run(cuts: tuple[int, ...]) -> TopEntry:
-        cfg = search_config(base, option, cuts, streams, bounds)
+        cfg = search_config(base, option, cuts, streams, bounds, pipeline_buffers)
         m = tracker.measure(cfg, "global")
         entry = TopEntry(cuts, score(m), float(m.util.get(space.main_pe, 0.0)))
         visited[cuts] = entry

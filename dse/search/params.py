@@ -32,13 +32,14 @@ def make_config(base: Configuration, option: str, cuts: Sequence[int], streams: 
 
 
 def search_config(base: Configuration, option: str, cuts: Sequence[int], streams: Sequence[int],
-                  bounds: Mapping[str, int]) -> Configuration:
+                  bounds: Mapping[str, int], pipeline_buffers: bool = True) -> Configuration:
     """The configuration cut search measures: threads at the maximizer's bounds, and buffers at its bound,
     raised for a multi-stage pipeline to one per busy thread and execution context (pre + post + all
     streams): the bound was found on a one-stage pipeline, and a deeper one with fewer frames in flight
-    starves its stages (the thesis keeps the bound; the fine-tuner removes what is not needed)."""
+    starves its stages (``pipeline_buffers=False``: the thesis' rule, the bound everywhere; either way the
+    fine-tuner removes what is not needed)."""
     streams = tuple(int(s) for s in streams)
     buffers = int(bounds["buffers"])
-    if len(streams) > 1:
+    if pipeline_buffers and len(streams) > 1:
         buffers = max(buffers, int(bounds["pre"]) + int(bounds["post"]) + sum(streams))
     return make_config(base, option, cuts, streams, pre=bounds["pre"], post=bounds["post"], buffers=buffers)

@@ -40,6 +40,9 @@ class SearchSettings:
     # full search on every option whose global-phase FPS is within this fraction of the best one's (the
     # thesis refines only the best: 0); options a few % apart after the global phase often swap places
     refine_within: float = 0.03
+    # cut search: a multi-stage candidate gets at least pre + post + all streams buffers (False: the
+    # maximizer's bound everywhere, as in the thesis)
+    pipeline_buffers: bool = True
     options: tuple[str, ...] = ()    # mapping options to explore; empty = all of the platform
 
     def __post_init__(self):
