@@ -57,13 +57,13 @@ def summarize(frame: pd.DataFrame) -> dict:
     }
     comp = ran.loc["Comprehensive GA"] if "Comprehensive GA" in ran.index else None
     ft = ran.loc["Fine-tuning GA"] if "Fine-tuning GA" in ran.index else None
-    row["targets"] = {
+    row["targets"] = {k: bool(v) for k, v in {
         "within_2pct_of_best": row["proposed_over_best"] >= 1 - WITHIN,
         "fewer_points_than_comprehensive_ga": comp is not None and p["points_measured"] < comp["points_measured"],
         "fewer_param_points_than_finetune_ga": ft is not None and p["param_points"] < ft["param_points"],
         "gain_in_published_range": GAIN_RANGE[0] <= row["gain_vs_base_g_pct"] <= GAIN_RANGE[1],
         "profiled_estimate_too_low": bool(estimates) and all(e["difference_pct"] > 0 for e in estimates),
-    }
+    }.items()}
     return row
 
 

@@ -70,6 +70,7 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
             "method": method, "status": "ok" if fps > 0 else "failed", "fps": fps,
             "fps_confirmed": float(np.mean(runs)) if runs else float("nan"),
             "fps_confirmed_std": float(np.std(runs)) if runs else float("nan"), "repeats": len(runs),
+            "fps_runs_json": json.dumps(runs),
             "gain_vs_base_g_pct": (100 * ((float(np.mean(runs)) if runs else fps) / base_fps - 1)
                                    if base_fps and fps else float("nan")),   # on the re-run means
             "energy_j_per_frame": float(m.energy_j_per_frame) if m is not None else float("nan"),
