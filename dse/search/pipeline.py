@@ -2,9 +2,9 @@
 
 maximize (option E) -> global-only exploration of every mapping option -> full exploration of the best
 option and of every option within ``refine_within`` of it (skipped for single-stage options) -> the best
-of those -> fine-tune. Each phase is a function a
-Snakemake rule can call on its own (one job per option for the global phase); ``run_search`` chains
-them in one process sharing one memo, so nothing is asked for twice.
+of those -> fine-tune. Each phase is a function a Snakemake rule can call on its own (one job per option
+for the global phase); ``run_search`` chains them in one process sharing one memo, so nothing is asked
+for twice.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class SearchResult:
 
     @property
     def unique_tuples(self) -> int:
-        """Cut tuples measured (global phase of all options + full search), each counted once (Table 3.4)."""
+        """Cut tuples measured (global phase of all options + the full searches), each counted once (Table 3.4)."""
         return unique_tuples([*self.options.values(), *self.refined.values()])
 
     @property
