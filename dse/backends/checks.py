@@ -38,3 +38,26 @@ def check_cuts(config: Configuration, analysis) -> str | None:
     except DseError as exc:
         reason = str(exc)
     return f"infeasible cuts {list(config.cuts)}: {reason}" if reason else None
+
+
+def check_stages(config: Configuration, platform) -> str | None:
+    """What the SDK refuses per stage on a board (a ``dse.platform.Platform``): a precision a stage's PEs
+    cannot run, a batch above the DLA's, a PND stage with fewer than 2 streams, too many streams."""
+    option = platform.options[config.option]
+    dla_precisions = platform.precisions_of("dla")
+    for k, (spec, s) in enumerate(zip(option.stages, config.streams), start=1):
+        if spec.pe_type == "dla":
+            if config.precision not in dla_precisions:
+                return (f"stage {k} is on a DLA, which cannot run {config.precision.upper()} "
+                        f"(precision={config.precision}; it supports {', '.join(sorted(dla_precisions))})")
+            if platform.dla_rules and config.batch > platform.dla_rules.max_batch:
+                return f"batch {config.batch} exceeds the DLA maximum batch {platform.dla_rules.max_batch}"
+            if spec.pnd and s < 2:
+                return f"stage {k} is PND (two DLA cores) and needs at least 2 streams, got {s}"
+        elif config.precision not in platform.precisions_of("gpu"):
+            return f"the GPU of {platform.name} cannot run {config.precision}"
+        elif spec.interleaved and config.precision not in dla_precisions:
+            return f"stage {k} interleaves frames over the GPU and the DLAs, which cannot run {config.precision}"
+        if s > platform.limits.max_streams_per_stage:
+            return f"stage {k} has {s} streams, more than the limit {platform.limits.max_streams_per_stage}"
+    return None

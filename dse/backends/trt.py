@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dse.backends.checks import check_cuts, check_layout
+from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
@@ -133,15 +133,7 @@ class TrtBackend:
         reason = check_layout(config, p.options, p.name)
         if reason:
             return reason
-        option = p.options[config.option]
-        for k, (spec, s) in enumerate(zip(option.stages, config.streams)):
-            if spec.pe_type == "dla" and config.precision == "fp32":
-                return f"stage {k} runs on a DLA, which runs fp16/int8 only, not fp32"
-            if spec.pnd and s < 2:
-                return f"stage {k} is PND (both DLAs) and needs at least 2 streams, got {s}"
-            if s > p.limits.max_streams_per_stage:
-                return f"stage {k}: at most {p.limits.max_streams_per_stage} streams, got {s}"
-        return check_cuts(config, self.analysis)
+        return check_stages(config, p) or check_cuts(config, self.analysis)
 
     def stage_pes(self, config: Configuration) -> list[list[tuple[str, str, int | None]]]:
         """Per stage: [(PE name, PE type GPU|DLA, DLA core or None)], two entries for a PND stage."""

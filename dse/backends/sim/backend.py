@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.backends.checks import check_cuts, check_layout
+from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
 from dse.backends.sim.layers import LayerTable, frame_of, layer_table
@@ -96,7 +96,6 @@ class SimBackend:
         reason = check_layout(config, p.options, p.name)
         if reason:
             return reason
-        option = p.options[config.option]
         n = self.table.n
         if config.cuts and (config.cuts[0] < 0 or config.cuts[-1] > n - 2):
             return f"cuts {list(config.cuts)} out of range: a cut is a layer index in 0..{n - 2}"
@@ -106,23 +105,7 @@ class SimBackend:
         if (config.model_digest and self.analysis is not None and getattr(self.analysis, "digest", "")
                 and config.model_digest != self.analysis.digest and config.model_digest != self.table.digest):
             return f"configuration is for model {config.model_digest[:12]}, this backend holds {self.table.digest[:12]}"
-        for k, (spec, s) in enumerate(zip(option.stages, config.streams)):
-            if spec.pe_type == "dla":
-                if config.precision not in p.precisions_of("dla"):
-                    return (f"stage {k + 1} is on a DLA, which cannot run {config.precision.upper()} "
-                            f"(supports {', '.join(sorted(p.precisions_of('dla')))})")
-                if p.dla_rules and config.batch > p.dla_rules.max_batch:
-                    return f"batch {config.batch} exceeds the DLA maximum batch {p.dla_rules.max_batch}"
-                if spec.pnd and s < 2:
-                    return f"stage {k + 1} is PND (two DLA cores) and needs at least 2 streams, got {s}"
-            elif config.precision not in p.precisions_of("gpu"):
-                return f"the GPU of {p.name} cannot run {config.precision}"
-            elif spec.interleaved and config.precision not in p.precisions_of("dla"):
-                return (f"stage {k + 1} interleaves frames over the GPU and the DLAs, which cannot run "
-                        f"{config.precision.upper()}")
-            if s > p.limits.max_streams_per_stage:
-                return f"stage {k + 1} has {s} streams, more than the limit {p.limits.max_streams_per_stage}"
-        return None
+        return check_stages(config, p)
 
     def plan(self, config: Configuration) -> Planned:
         """Stage costs and the runtime layout of a (checked) configuration."""
