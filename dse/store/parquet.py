@@ -5,8 +5,6 @@ Parallel Snakemake jobs write their own files; `merge` combines them.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dse.errors import DseError
+from dse.store.atomic import write_bytes_atomic
 from dse.store.schema import SCHEMA
 
 
@@ -24,25 +23,9 @@ def _table(rows: list[dict] | pd.DataFrame, schema: pa.Schema = SCHEMA) -> pa.Ta
 
 def write_atomic(table: pa.Table, path: str | Path) -> Path:
     """Write a table to `path` atomically (temp file in the same directory + fsync + os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pq.write_table(table, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return write_bytes_atomic(path, sink.getvalue().to_pybytes())
 
 
 def _read_table(path: Path) -> pa.Table:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import onnx
 
 from dse.errors import DseError, choices_error
+from dse.store.atomic import write_bytes_atomic
 from dse.zoo.darknet import convert, count_nodes
 
 
@@ -85,16 +85,4 @@ def network_layers(name_or_cfg: str | Path) -> int:
 
 def save_network(model: onnx.ModelProto, path: str | Path) -> Path:
     """Write atomically (temp file in the same folder, fsync, rename): no half-written model is left."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(model.SerializeToString())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_bytes_atomic(path, model.SerializeToString())
