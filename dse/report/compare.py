@@ -20,6 +20,7 @@ import pyarrow as pa  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from dse.report.plots import _save  # noqa: E402
+from dse.search.recorder import anytime  # noqa: E402
 from dse.report.tables import DEFAULT_BOARD_COSTS, markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
@@ -60,10 +61,7 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
         cost = method_cost(r["asked"], cmp.space, int(b.sample_size), int(b.warmup), costs)
         c = m.config if m is not None else None
         fps = float(m.fps) if m is not None and m.ok else 0.0
-        curve, best = [], 0.0
-        for _, x in r["asked"]:
-            best = max(best, float(x.fps) if x.ok else 0.0)
-            curve.append(best)
+        curve = anytime(r["asked"])
         extra = r["extra"]
         runs = r.get("confirmed") or []
         rows.append({

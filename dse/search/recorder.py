@@ -10,6 +10,15 @@ from dse.measurement import Measurement
 from dse.search.probe import Probe, score
 
 
+def anytime(asked) -> list[float]:
+    """Best FPS so far after each of the (phase, measurement) pairs, in order."""
+    out, best = [], 0.0
+    for _, m in asked:
+        best = max(best, score(m))
+        out.append(best)
+    return out
+
+
 class RecordingProbe(Probe):
     """``Probe`` plus the distinct configurations asked for, in ask order."""
 
@@ -29,11 +38,7 @@ class RecordingProbe(Probe):
 
     def anytime(self) -> list[float]:
         """Best FPS after each distinct configuration asked for (the anytime curve)."""
-        out, best = [], 0.0
-        for _, m in self.asked:
-            best = max(best, score(m))
-            out.append(best)
-        return out
+        return anytime(self.asked)
 
     def best(self) -> Measurement | None:
         ok = [m for _, m in self.asked if m.ok]
