@@ -1,8 +1,11 @@
-"""Engine builders: the ORT builder for real, the TensorRT settings translation without TensorRT."""
+"""Engine builders: the ORT builder for real; the TensorRT settings, their Polygraphy loaders and the ONNX the
+builder parses without TensorRT (Polygraphy imports TensorRT only when a loader is called)."""
 from __future__ import annotations
 
+import enum
 import importlib.util
 import json
+import types
 
 import numpy as np
 import onnx
@@ -13,13 +16,14 @@ from onnx import TensorProto, helper, numpy_helper
 from dse.engines.base import EngineBuilder, StageBuild
 from dse.engines.cache import EngineCache
 from dse.engines.ort import OrtEngineBuilder, load_session, ort_settings
-from dse.engines.trt import TrtEngineBuilder, stage_io
+from dse.engines.trt import TrtEngineBuilder, make_loaders, stage_io, stage_onnx
 from dse.engines.trt_settings import (
     TrtPlatform,
     build_settings,
     float_to_hex,
     foreign_node_range,
     key_settings,
+    loader_args,
     parse_calibration_cache,
     split_calibration_cache,
     summarize_inspector,
@@ -102,8 +106,8 @@ def test_dla_int8_stage_with_gpu_fallback():
     s = build_settings(stage, platform, input_shapes={"x": [2, 3, 16, 16]}, calibration_lines=lines,
                        timing_cache="/tmp/t.cache")
     assert s["default_device_type"] == "DLA" and s["dla_core"] == 1
-    assert s["builder_flags"] == ["FP16", "GPU_FALLBACK", "INT8"]
-    assert s["network_flags"] == ["EXPLICIT_BATCH"]
+    assert s["builder_flags"] == ["FP16", "GPU_FALLBACK", "INT8", "TF32"]
+    assert s["network_flags"] == ["EXPLICIT_BATCH"] and s["onnx_pass"] is None
     assert s["memory_pools"] == {"WORKSPACE": 1 << 28, "DLA_MANAGED_SRAM": 1 << 20}
     assert s["calibration_cache"][0] == "TRT-8601-EntropyCalibration2"
     assert s["input_shapes"] == {"x": [2, 3, 16, 16]} and s["batch"] == 2
@@ -118,10 +122,10 @@ def test_dla_int8_stage_with_gpu_fallback():
 
 def test_fp16_gpu_stage_on_tensorrt_10():
     s = build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="10.3.0"))
-    assert s["builder_flags"] == ["FP16"] and s["network_flags"] == []
+    assert s["builder_flags"] == ["FP16", "TF32"] and s["network_flags"] == []
     assert s["default_device_type"] == "GPU" and s["dla_core"] is None and s["calibration_cache"] is None
     assert s["memory_pools"] == {"WORKSPACE": 1 << 30}
-    assert build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp32", 1), TrtPlatform())["builder_flags"] == []
+    assert build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp32", 1), TrtPlatform())["builder_flags"] == ["TF32"]
 
 
 def test_trt_settings_errors():
@@ -131,7 +135,7 @@ def test_trt_settings_errors():
         build_settings(StageBuild(0, 0, 9, "CPU0", "CPU", "fp32", 1), TrtPlatform())
     with pytest.raises(DseError, match="calibration"):
         build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "int8", 1), TrtPlatform())
-    with pytest.raises(DseError, match="8.5 to 10.x"):
+    with pytest.raises(DseError, match="dse export trtexec"):
         build_settings(StageBuild(0, 0, 9, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="7.1.3"))
     with pytest.raises(DseError, match="DLA core 2"):
         build_settings(StageBuild(0, 0, 9, "DLA2", "DLA", "fp16", 1), TrtPlatform())
@@ -196,7 +200,7 @@ def test_trt_build_without_tensorrt_says_so_and_leaves_nothing(tmp_path):
 def test_ort_engines_of_partitioned_stages_reproduce_the_network(tmp_path):
     """Partition -> one ORT engine per stage (EXTENDED fusions) -> chained sessions equal the whole model."""
     from dse.graph.analysis import analyze
-    from dse.graph.partition import partition, random_feeds
+    from dse.graph.partition import partition
     from dse.zoo import build_network
 
     a = analyze(build_network("tiny-detector", input_size=64))
@@ -204,7 +208,8 @@ def test_ort_engines_of_partitioned_stages_reproduce_the_network(tmp_path):
     stages = partition(a, (cuts,))
     cache = EngineCache(tmp_path, "host")
     builder = OrtEngineBuilder()
-    feeds = random_feeds(a.model, seed=3)
+    rng = np.random.default_rng(3)
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in a.inputs.items()}
     available, produced = dict(feeds), {}
     for s in stages:
         spec = StageBuild(s.index, s.first_layer, s.last_layer, f"CPU{s.index}", "CPU", "fp32", 1,
@@ -218,3 +223,100 @@ def test_ort_engines_of_partitioned_stages_reproduce_the_network(tmp_path):
     for name, ref in zip(names, whole):
         assert np.abs(produced[name] - ref).max() <= 1e-4
     assert cache.counts_frame().to_dict("records") == [{"pe_type": "CPU", "built": 2, "reused": 0, "total": 2}]
+
+
+# --- trt: settings -> Polygraphy loaders, and the ONNX the builder parses ------------------------------------
+
+# TensorRT does not run here: these two enums stand in for the members of tensorrt.MemoryPoolType and
+# tensorrt.ProfilingVerbosity that make_loaders looks up by name
+TRT_ENUMS = types.SimpleNamespace(
+    MemoryPoolType=enum.Enum("MemoryPoolType", ["WORKSPACE", "DLA_MANAGED_SRAM", "DLA_LOCAL_DRAM", "DLA_GLOBAL_DRAM"]),
+    ProfilingVerbosity=enum.Enum("ProfilingVerbosity", ["LAYER_NAMES_ONLY", "DETAILED", "NONE"]))
+
+
+def test_loader_args_of_weakly_and_strongly_typed_settings():
+    lines = parse_calibration_cache(CACHE_TEXT).lines()
+    dla = build_settings(StageBuild(1, 0, 3, "DLA1", "DLA", "int8", 2), TrtPlatform(trt_version="8.5.2"),
+                         calibration_lines=lines, timing_cache="/tmp/t.cache")
+    args = loader_args(dla)
+    assert args["network"] == {"strongly_typed": False}
+    assert args["config"] == {"tf32": True, "fp16": True, "int8": True, "allow_gpu_fallback": True, "use_dla": True,
+                              "memory_pool_limits": {"WORKSPACE": 1 << 30}, "profiling_verbosity": "DETAILED",
+                              "load_timing_cache": "/tmp/t.cache"}
+    assert args["engine"] == {"save_timing_cache": "/tmp/t.cache"}
+    gpu = loader_args(build_settings(StageBuild(0, 0, 3, "GPU", "GPU", "fp16", 1), TrtPlatform(trt_version="11.1.0")))
+    assert gpu["network"] == {"strongly_typed": True}
+    assert not any(gpu["config"][k] for k in ("tf32", "fp16", "int8", "allow_gpu_fallback", "use_dla"))
+    assert gpu["config"]["load_timing_cache"] is None and gpu["engine"] == {"save_timing_cache": None}
+    with pytest.raises(DseError, match="SPARSE_WEIGHTS"):
+        loader_args(dict(dla, builder_flags=["FP16", "SPARSE_WEIGHTS"]))
+
+
+def test_polygraphy_loaders_carry_the_settings():
+    """The real Polygraphy loader objects, constructed without TensorRT (they import it when called)."""
+    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxBytes, PostprocessConfig
+
+    lines = parse_calibration_cache(CACHE_TEXT).lines()
+    platform = TrtPlatform(trt_version="8.6.1", dla_memory_pools={"DLA_MANAGED_SRAM": 1 << 20})
+    s = build_settings(StageBuild(1, 0, 3, "DLA1", "DLA", "int8", 2), platform, calibration_lines=lines,
+                       timing_cache="/tmp/t.cache")
+    calibrator = object()  # whatever the caller built; passed through untouched
+    loader = make_loaders(b"onnx", s, TRT_ENUMS, calibrator)
+    assert isinstance(loader, EngineBytesFromNetwork) and loader.timing_cache_path == "/tmp/t.cache"
+    network = loader._network
+    assert isinstance(network, NetworkFromOnnxBytes) and network._model_bytes == b"onnx" and not network.strongly_typed
+    assert isinstance(loader._config, PostprocessConfig)  # sets DLA core 1: Polygraphy builds on core 0
+    config = loader._config._config
+    assert isinstance(config, CreateConfig)
+    assert (config.fp16, config.int8, config.tf32, config.use_dla, config.allow_gpu_fallback) == (True,) * 5
+    assert config.calibrator is calibrator and config.timing_cache_path == "/tmp/t.cache"
+    assert config.memory_pool_limits == {TRT_ENUMS.MemoryPoolType.WORKSPACE: 1 << 30,
+                                         TRT_ENUMS.MemoryPoolType.DLA_MANAGED_SRAM: 1 << 20}
+    assert config.profiling_verbosity is TRT_ENUMS.ProfilingVerbosity.DETAILED
+
+    strong_settings = build_settings(StageBuild(0, 0, 3, "GPU", "GPU", "int8", 1), TrtPlatform(trt_version="11.4.1"),
+                                     calibration_lines=lines)
+    strong = make_loaders(b"onnx", strong_settings, TRT_ENUMS)
+    assert strong._network.strongly_typed and isinstance(strong._config, CreateConfig)
+    assert not (strong._config.fp16 or strong._config.int8 or strong._config.use_dla)
+    assert strong._config.calibrator is None and strong.timing_cache_path is None
+
+
+def test_calibrator_class_follows_the_cache_header():
+    """TensorRT ignores a cache written by another algorithm, so the calibrator class must match the header."""
+    assert parse_calibration_cache(CACHE_TEXT).calibrator_class == "IInt8EntropyCalibrator2"
+    assert parse_calibration_cache("TRT-100300-MinMaxCalibration\nx: 3c010a14\n").calibrator_class == \
+        "IInt8MinMaxCalibrator"
+    assert parse_calibration_cache("TRT-7000-EntropyCalibration\n").calibrator_class == "IInt8EntropyCalibrator"
+    with pytest.raises(DseError, match="PercentileCalibration"):
+        parse_calibration_cache("TRT-8601-PercentileCalibration\n").calibrator_class
+
+
+def test_stage_onnx_writes_the_precision_in_only_for_strongly_typed_tensorrt():
+    model = conv_stage_model()
+    data = model.SerializeToString()
+    lines = parse_calibration_cache(CACHE_TEXT).lines()
+    weak = build_settings(StageBuild(0, 0, 3, "GPU", "GPU", "int8", 2), TrtPlatform(trt_version="10.3.0"),
+                          input_shapes={"x": [2, 3, 16, 16]}, calibration_lines=lines)
+    assert stage_onnx(data, weak) == data
+    strong = build_settings(StageBuild(0, 0, 3, "GPU", "GPU", "int8", 2), TrtPlatform(trt_version="11.0"),
+                            input_shapes={"x": [2, 3, 16, 16]}, calibration_lines=lines)
+    qdq = onnx.load_from_string(stage_onnx(data, strong))
+    ops = [n.op_type for n in qdq.graph.node]
+    assert ops[:5] == ["QuantizeLinear", "DequantizeLinear", "QuantizeLinear", "DequantizeLinear", "Conv"]
+    x_scale = next(t for t in qdq.graph.initializer if t.name == "x_qdq_scale")
+    assert numpy_helper.to_array(x_scale) == pytest.approx(0.0078125)  # the cache's hex, decoded
+    fp16 = build_settings(StageBuild(0, 0, 3, "GPU", "GPU", "fp16", 2), TrtPlatform(trt_version="11.0"),
+                          input_shapes={"x": [2, 3, 16, 16]})
+    half = onnx.load_from_string(stage_onnx(data, fp16))
+    assert {t.data_type for t in half.graph.initializer} == {TensorProto.FLOAT16}
+    assert [vi.type.tensor_type.elem_type for vi in list(half.graph.input) + list(half.graph.output)] == \
+        [TensorProto.FLOAT, TensorProto.FLOAT]
+    x = np.random.default_rng(0).uniform(-1, 1, (2, 3, 16, 16)).astype(np.float32)  # |x| <= the cache's amax 1.0
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for converted in (qdq, half):
+        session = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {"x": x})[0]
+        assert np.abs(got - ref).max() <= 0.05 * (ref.max() - ref.min())
+    with pytest.raises(DseError, match="dynamic"):
+        stage_onnx(data, dict(fp16, input_shapes={"x": [-1, 3, 16, 16]}))

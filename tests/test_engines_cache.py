@@ -56,8 +56,8 @@ def test_second_build_reuses_and_counts(tmp_path):
     assert second.sidecar == side
     frame = cache.counts_frame().set_index("pe_type")
     assert frame.loc["DLA", "built"] == 1 and frame.loc["DLA", "reused"] == 1 and frame.loc["GPU", "built"] == 1
-    # nothing temporary left behind
-    assert not [p for p in (tmp_path / "xavier").iterdir() if p.name.startswith(".")]
+    # nothing temporary left behind, no lock files either
+    assert not [p for p in (tmp_path / "xavier").iterdir() if p.name.startswith(".") or p.suffix == ".lock"]
 
 
 def test_failed_build_leaves_nothing(tmp_path):
@@ -71,11 +71,13 @@ def test_failed_build_leaves_nothing(tmp_path):
     with pytest.raises(RuntimeError, match="builder crashed"):
         cache.get_or_build(key, "engine", "GPU", broken)
     assert cache.lookup(key, "engine") is None
+    # the lock file stays after a failure: the next builder of the key must still exclude the others
     assert sorted(p.suffix for p in (tmp_path / "orin").iterdir()) == [".lock"]
     with pytest.raises(DseError, match="wrote no artifact"):
         cache.get_or_build(key, "engine", "GPU", lambda tmp: {})
     build, calls = _writer()
     assert cache.get_or_build(key, "engine", "GPU", build).built and len(calls) == 1
+    assert sorted(p.suffix for p in (tmp_path / "orin").iterdir()) == [".engine", ".json"]  # committed: lock gone
 
 
 def test_artifact_without_sidecar_is_not_an_entry(tmp_path):
@@ -116,17 +118,20 @@ def _build_in_process(root: str, key: str, log: str, barrier) -> tuple[bool, str
     return art.built, art.sidecar["report"]["pid"]
 
 
-def test_two_processes_build_one_key_once(tmp_path):
+@pytest.mark.parametrize("processes", [2, 4])
+def test_processes_build_one_key_once_and_leave_no_lock(tmp_path, processes):
+    """The winner removes the lock file while the others wait on it: they must still not build a second time."""
     ctx = mp.get_context("spawn")
     key = EngineCache.make_key(b"shared", {}, "8.6", "xavier")
     log = tmp_path / "calls.log"
     with ctx.Manager() as manager:
-        barrier = manager.Barrier(2)
-        with ctx.Pool(2) as pool:
-            results = pool.starmap(_build_in_process, [(str(tmp_path), key, str(log), barrier)] * 2)
+        barrier = manager.Barrier(processes)
+        with ctx.Pool(processes) as pool:
+            results = pool.starmap(_build_in_process, [(str(tmp_path), key, str(log), barrier)] * processes)
     assert len(log.read_text().splitlines()) == 1
-    assert sorted(built for built, _ in results) == [False, True]
-    assert results[0][1] == results[1][1]  # both see the one winner's sidecar
+    assert sorted(built for built, _ in results) == [False] * (processes - 1) + [True]
+    assert len({pid for _, pid in results}) == 1  # all see the one winner's sidecar
+    assert sorted(p.name for p in (tmp_path / "xavier").iterdir()) == [f"{key}.engine", f"{key}.json"]
 
 
 def test_stage_spec_parses_pe_names():

@@ -18,8 +18,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-size", type=int, default=None, help="input size for a zoo network (default: its own)")
     p.add_argument("-o", "--output", required=True, type=Path, help="directory for the stage models")
     p.add_argument("--check", action="store_true",
-                   help="run the whole model and the chained stages in ONNX Runtime on seeded random input; "
-                        "fail unless every network output matches within --atol")
+                   help="compare the whole model and the chained stages (Polygraphy's Comparator, ONNX Runtime) on "
+                        "seeded random input; fail unless every network output matches within --atol")
     p.add_argument("--atol", type=float, default=1e-5, help="max abs difference allowed by --check (default 1e-5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the --check input (default 0)")
     p.set_defaults(func=run)

@@ -11,9 +11,14 @@ commit record: an entry exists if and only if its sidecar exists, and a sidecar 
 its artifact. An artifact without a sidecar (a build killed between the two renames) is treated as absent
 and overwritten by the next build. Builders of one key serialize on ``<key>.lock`` (``filelock``), re-check
 under the lock, and the losers reuse the winner's entry: built once, whichever Snakemake jobs ask.
+
+The lock file is removed by whoever holds the lock once the entry is committed (built or found), never before:
+a process that then locks the unlinked file, or a fresh one at the same path, re-checks and finds the entry, so no
+one builds twice. After a failed build the lock file stays, because the next builder must still exclude others.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -42,10 +47,6 @@ class EngineArtifact:
     sidecar: dict
     built: bool
     pe_type: str
-
-    @property
-    def sidecar_path(self) -> Path:
-        return self.path.with_name(f"{self.key}.{SIDECAR_EXT}")
 
 
 def canonical_json(obj) -> str:
@@ -141,9 +142,13 @@ class EngineCache:
         try:
             with lock:
                 found = self.lookup(key, ext)  # another process may have built it while we waited
+                if found is None:
+                    meta = self._build_locked(key, artifact, sidecar, pe_type, build, settings)
+                # committed, so safe to drop (module docstring); on Windows filelock removes it after the release
+                with contextlib.suppress(OSError):
+                    os.unlink(lock.lock_file)
                 if found is not None:
                     return self._count(found, pe_type)
-                meta = self._build_locked(key, artifact, sidecar, pe_type, build, settings)
         except Timeout as exc:
             raise DseError(f"timed out after {self.lock_timeout} s waiting for the build lock of engine {key}") from exc
         return self._count(EngineArtifact(key=key, path=artifact, sidecar=meta, built=True, pe_type=pe_type), pe_type)

@@ -1,30 +1,36 @@
-"""The `trt` engine builder: one TensorRT engine per GPU/DLA stage, cached by content.
+"""The `trt` engine builder: one TensorRT engine per GPU/DLA stage, cached by content, built with Polygraphy.
 
-The settings come from the pure ``dse.engines.trt_settings.build_settings`` (unit-tested without TensorRT);
-this module only applies them to a real builder. TensorRT is imported lazily, inside the build.
+The settings come from the pure ``dse.engines.trt_settings.build_settings``; this module turns them into
+Polygraphy's TensorRT loaders (``NetworkFromOnnxBytes`` -> ``CreateConfig`` -> ``EngineBytesFromNetwork``, with
+Polygraphy's ``Calibrator`` reading the stage's calibration cache on TensorRT 8.5-10.x) and keeps only what
+Polygraphy lacks: the settings dict of the cache key, the per-stage split of the calibration cache, the precision
+passes of strongly typed TensorRT (>= 11, ``dse.engines.precision``) and the DLA summary of the engine inspector.
+Polygraphy imports TensorRT lazily, so the loaders are constructed (and unit-tested) without it; TensorRT itself
+is imported inside ``build_engine`` only.
 
-UNTESTED ON HARDWARE: no machine in this workplace has TensorRT or a Jetson. ``apply_settings`` and
-``build_engine`` are written against the documented TensorRT Python API for 8.5, 8.6 and 10.x
-(``set_memory_pool_limit``, ``build_serialized_network``, ``IEngineInspector`` with
-``LayerInformationFormat.JSON``, ``EXPLICIT_BATCH`` only before 10) and have never run.
+UNTESTED ON HARDWARE: no machine in this workplace has TensorRT or a Jetson. The build is written against
+Polygraphy's documented loaders and the TensorRT Python API for 8.5 to 11.x (docs/TENSORRT.md) and has never run.
 """
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 from dse.engines.base import StageBuild, model_bytes
-from dse.engines.cache import EngineArtifact, EngineCache, atomic_write_bytes
+from dse.engines.cache import EngineArtifact, EngineCache
 from dse.engines.trt_settings import (
     CalibrationCache,
     TrtPlatform,
     build_settings,
     key_settings,
+    loader_args,
+    parse_calibration_cache,
     split_calibration_cache,
     summarize_inspector,
 )
-from dse.errors import DseError
+from dse.errors import BuildRefused, DseError
 
 
 def stage_io(model) -> tuple[dict[str, list[int]], set[str], list[str]]:
@@ -89,105 +95,106 @@ class TrtEngineBuilder:
         return cache.get_or_build(key, "engine", stage.pe_type, build, settings=settings)
 
 
-def apply_settings(trt, builder, network, settings: dict):
-    """A configured ``IBuilderConfig`` for ``settings`` (untested on hardware, see the module docstring)."""
-    config = builder.create_builder_config()
-    for pool, size in settings["memory_pools"].items():
-        config.set_memory_pool_limit(getattr(trt.MemoryPoolType, pool), int(size))
-    for flag in settings["builder_flags"]:
-        config.set_flag(getattr(trt.BuilderFlag, flag))
-    config.profiling_verbosity = getattr(trt.ProfilingVerbosity, settings["profiling_verbosity"])
-    if settings["default_device_type"] == "DLA":
-        config.default_device_type = trt.DeviceType.DLA
-        config.DLA_core = int(settings["dla_core"] or 0)
+def stage_onnx(onnx_bytes: bytes, settings: dict) -> bytes:
+    """The ONNX that TensorRT parses: the stage itself, or (strongly typed) the stage with its precision written in."""
     dynamic = {name: shape for name, shape in settings["input_shapes"].items() if any(d < 0 for d in shape)}
     if dynamic:
         raise DseError(f"stage inputs with dynamic dimensions {dynamic}: partition with fixed --input-shape first")
-    if settings.get("calibration_cache"):
-        config.int8_calibrator = _cache_calibrator(trt, settings["calibration_cache"], settings["batch"])
-    return config
+    if not settings.get("onnx_pass"):
+        return onnx_bytes
+    import onnx
+
+    from dse.engines.precision import insert_qdq, to_fp16
+
+    model = onnx.load_from_string(onnx_bytes)
+    if settings["onnx_pass"] == "fp16":
+        model = to_fp16(model)
+    elif settings["onnx_pass"] == "qdq":
+        model = insert_qdq(model, parse_calibration_cache("\n".join(settings["calibration_cache"])).scales())
+    else:
+        raise DseError(f"unknown ONNX precision pass {settings['onnx_pass']!r}; known: fp16, qdq")
+    return model.SerializeToString(deterministic=True)
 
 
-def _cache_calibrator(trt, lines: list[str], batch: int):
-    """An entropy calibrator that never sees data: TensorRT reads the scales from the stage's cache lines."""
-    payload = ("\n".join(lines) + "\n").encode()
+def make_loaders(onnx_bytes: bytes, settings: dict, trt, calibrator=None):
+    """Polygraphy's engine-bytes loader for ``settings`` (network from ONNX -> builder config -> serialized engine).
 
-    class CacheCalibrator(trt.IInt8EntropyCalibrator2):
-        def __init__(self):
-            trt.IInt8EntropyCalibrator2.__init__(self)
-
-        def get_batch_size(self):
-            return batch
-
-        def get_batch(self, names):
-            return None
-
-        def read_calibration_cache(self):
-            return payload
-
-        def write_calibration_cache(self, cache):
-            return None
-
-    return CacheCalibrator()
-
-
-def build_engine(onnx_bytes: bytes, settings: dict, out: Path, stage_layer_names: list[str] | None = None) -> dict:
-    """Parse, configure, build and serialize one engine to ``out``; return the inspector's device summary.
-
-    Untested on hardware (see the module docstring).
+    ``trt`` resolves the enum names of ``loader_args`` (``trt.MemoryPoolType``, ``trt.ProfilingVerbosity``).
+    Polygraphy's ``CreateConfig(use_dla=True)`` builds on DLA core 0; ``PostprocessConfig`` sets the stage's core
+    (the engine then loads on either core). Note: without GPU fallback Polygraphy also sets ``DIRECT_IO`` before
+    TensorRT 11 (no reformat at the stage I/O, as reformats run on the GPU).
     """
+    from polygraphy.backend.trt import CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxBytes, PostprocessConfig
+
+    args = loader_args(settings)
+    config_args = dict(args["config"])
+    config_args["memory_pool_limits"] = {getattr(trt.MemoryPoolType, pool): size
+                                         for pool, size in config_args["memory_pool_limits"].items()}
+    config_args["profiling_verbosity"] = getattr(trt.ProfilingVerbosity, config_args["profiling_verbosity"])
+    network = NetworkFromOnnxBytes(onnx_bytes, **args["network"])
+    config = CreateConfig(calibrator=calibrator, **config_args)
+    core = settings["dla_core"]
+    if config_args["use_dla"] and core:
+        config = PostprocessConfig(config, lambda builder, net, cfg: setattr(cfg, "DLA_core", int(core)))
+    return EngineBytesFromNetwork(network, config=config, **args["engine"])
+
+
+def _calibrator(trt, settings: dict, workdir: Path):
+    """Polygraphy's ``Calibrator`` over the stage's cache lines and no data: TensorRT reads every scale from the cache.
+
+    Weakly typed builds only (TensorRT >= 11 has no calibrators; its INT8 stages carry Q/DQ instead). The cache goes
+    through a file because Polygraphy sizes a file-like cache with ``fileno()``, which in-memory buffers lack. With
+    no data to fall back on, a cache TensorRT rejects (another algorithm or version) fails the build loudly.
+    """
+    lines = settings.get("calibration_cache")
+    if not lines or settings.get("onnx_pass"):
+        return None
+    from polygraphy.backend.trt import Calibrator
+
+    cache = parse_calibration_cache("\n".join(lines))
+    path = workdir / "calibration.cache"
+    path.write_text(cache.text())
+    return Calibrator([], cache=str(path), BaseClass=getattr(trt, cache.calibrator_class))
+
+
+def _import_tensorrt():
     try:
         import tensorrt as trt
     except ImportError as exc:
         raise DseError("the 'trt' engine builder needs TensorRT (pip install 'dse[jetson]' on the board, "
                        "or JetPack's python3-libnvinfer); use the 'sim' or 'ort' builders here") from exc
+    return trt
 
-    logger = trt.Logger(trt.Logger.WARNING)
-    builder = trt.Builder(logger)
-    net_flags = 0
-    for name in settings["network_flags"]:
-        net_flags |= 1 << int(getattr(trt.NetworkDefinitionCreationFlag, name))
-    network = builder.create_network(net_flags)
-    parser = trt.OnnxParser(network, logger)
-    if not parser.parse(onnx_bytes):
-        errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
-        raise DseError(f"TensorRT could not parse the stage ONNX: {errors}")
-    config = apply_settings(trt, builder, network, settings)
-    timing_cache = settings.get("timing_cache")
-    if timing_cache:
-        _load_timing_cache(config, Path(timing_cache))
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None:
-        raise DseError(f"TensorRT failed to build the {settings['default_device_type']} engine (see its log above)")
-    data = bytes(serialized)
+
+def build_engine(onnx_bytes: bytes, settings: dict, out: Path, stage_layer_names: list[str] | None = None) -> dict:
+    """Build and serialize one engine to ``out``; return the inspector's device summary (untested on hardware)."""
+    trt = _import_tensorrt()
+    from polygraphy.backend.trt import EngineFromBytes
+    from polygraphy.exception import PolygraphyException
+    from polygraphy.logger import G_LOGGER
+
+    from polygraphy.backend.trt import NetworkFromOnnxBytes
+
+    dla = settings["default_device_type"] == "DLA"
+    parsed = stage_onnx(onnx_bytes, settings)
+    with tempfile.TemporaryDirectory(prefix="dse-trt-") as tmp, G_LOGGER.verbosity(G_LOGGER.WARNING):
+        try:  # a stage TensorRT cannot parse is refused (a fact about it); a failed build may pass (memory)
+            NetworkFromOnnxBytes(parsed, **loader_args(settings)["network"])()
+        except PolygraphyException as exc:
+            raise BuildRefused(f"TensorRT cannot parse the stage: {exc}") from exc
+        try:
+            build = make_loaders(parsed, settings, trt, _calibrator(trt, settings, Path(tmp)))
+            data = bytes(build())
+        except PolygraphyException as exc:  # Polygraphy reports builder failures this way
+            raise DseError(f"TensorRT could not build the {settings['default_device_type']} engine: {exc}") from exc
     out.write_bytes(data)
-    if timing_cache:
-        _merge_timing_cache(config, Path(timing_cache))
 
-    runtime = trt.Runtime(logger)
-    if settings["default_device_type"] == "DLA":
+    runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+    if dla:
         runtime.DLA_core = int(settings["dla_core"] or 0)
-    engine = runtime.deserialize_cuda_engine(data)
-    inspector = engine.create_engine_inspector()
-    info = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
-    summary = summarize_inspector(json.loads(info), settings["default_device_type"] == "DLA", stage_layer_names)
+    engine = EngineFromBytes(data, runtime=runtime)()
+    # Polygraphy's inspection prints engines for people; the DLA loadable/fallback counts are ours
+    info = engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.JSON)
+    summary = summarize_inspector(json.loads(info), dla, stage_layer_names)
     summary["engine_bytes"] = len(data)
     return summary
-
-
-def _load_timing_cache(config, path: Path) -> None:
-    data = path.read_bytes() if path.exists() else b""
-    config.set_timing_cache(config.create_timing_cache(data), ignore_mismatch=False)
-
-
-def _merge_timing_cache(config, path: Path) -> None:
-    """Fold this build's timings into the shared cache file (under a lock: several jobs build at once)."""
-    from filelock import FileLock
-
-    with FileLock(str(path) + ".lock"):
-        ours = config.get_timing_cache()
-        if path.exists():
-            theirs = config.create_timing_cache(path.read_bytes())
-            theirs.combine(ours, ignore_mismatch=False)
-            ours = theirs
-        atomic_write_bytes(path, bytes(ours.serialize()))

@@ -1,9 +1,19 @@
 """Pure translation of a stage (+ its platform) into TensorRT builder settings, and the text formats around them.
 
-Nothing here imports TensorRT: the settings are a plain dict (what goes into the cache key and the sidecar),
-``dse.engines.trt`` applies it to a real ``IBuilderConfig``. Also here: the INT8 calibration cache (text
-format ``TRT-<ver>-<Algo>`` header, then ``tensor: hex`` lines, hex = the big-endian IEEE-754 bits of the
-float32 scale) split per stage, and the summary of the engine inspector's per-layer JSON.
+Nothing here imports TensorRT: the settings are a plain dict (what goes into the cache key and the sidecar);
+``dse.engines.trt`` turns it into Polygraphy loaders (``loader_args`` is the pure half of that). Two paths by
+version (sources in docs/TENSORRT.md):
+
+- TensorRT 8.5-10.x, weakly typed: precision builder flags (FP16, INT8 + a calibration cache), ``EXPLICIT_BATCH``
+  network flag before 10 (10.0 made explicit batch the only mode);
+- TensorRT >= 11, strongly typed (11.0 removed the precision flags and implicit INT8 calibration): no precision
+  flags, the ``STRONGLY_TYPED`` network flag, and an ONNX pass (``dse.engines.precision``) that writes the
+  precision into the stage model: FP16 tensors, or explicit Q/DQ from the calibration scales;
+- below 8.5 (JetPack 4: TensorRT 5-8.2, Python 3.6) nothing is built: use ``dse export trtexec``.
+
+Also here: the INT8 calibration cache (text format ``TRT-<ver>-<Algo>`` header, then ``tensor: hex`` lines,
+hex = the big-endian IEEE-754 bits of the float32 scale) split per stage, and the summary of the engine inspector's
+per-layer JSON. UNTESTED ON HARDWARE: the settings are unit-tested, no TensorRT ever consumed them here.
 """
 from __future__ import annotations
 
@@ -12,12 +22,11 @@ import struct
 from dataclasses import dataclass, field
 
 from dse.engines.base import StageBuild
-from dse.errors import DseError, choices_error
+from dse.errors import BuildRefused, DseError, choices_error
 
 TRT_PRECISIONS = ("fp32", "fp16", "int8")
 # settings that change how or where an engine is built/loaded but not the engine itself: kept out of the key
 NON_KEY_SETTINGS = ("dla_core", "timing_cache")
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -55,17 +64,43 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+SUPPORTED_VERSIONS = "8.5 to 10.x (weakly typed) and 11.x (strongly typed)"
+
+
+def dla_refusal(version: tuple[int, ...], board_model: str) -> str | None:
+    """Why TensorRT ``version`` builds no DLA engine for ``board_model``, or None.
+
+    NVIDIA, "Working with DLA" (TensorRT 11.4.1): 10.7 was the last 10.x release with DLA (10.8+ ship for x86/SBSA
+    only), DLA was unavailable in 11.0 through 11.3, 11.4.0 had it only on Windows on ARM, and 11.4.1 brought it back
+    on Jetson AGX Orin under JetPack >= 7.2.2 (Jetson Thor has no DLA).
+    """
+    text = ".".join(str(v) for v in version)
+    if (10, 8) <= version < (11, 4, 1):
+        return (f"TensorRT {text} has no DLA support (10.7 was the last 10.x release with DLA, 11.0-11.3 have none, "
+                f"11.4.0 only on Windows on ARM): use JetPack 6.x (TensorRT 10.3) or TensorRT >= 11.4.1 on "
+                f"JetPack >= 7.2.2 (Jetson AGX Orin)")
+    board = str(board_model).lower()
+    if version >= (11, 4, 1) and not ("orin" in board and "agx" in board):
+        return f"TensorRT {text} supports the DLA on Jetson AGX Orin only (JetPack >= 7.2.2), not on {board_model}"
+    return None
+
+
 def build_settings(stage: StageBuild, platform: TrtPlatform, *, input_shapes: dict[str, list[int]] | None = None,
                    calibration_lines: list[str] | None = None, timing_cache: str | None = None) -> dict:
     """The builder settings of one stage as a plain, JSON-able dict (pure: the same inputs give the same dict).
 
     - explicit batch, static shapes (``input_shapes``: the stage inputs with the batch baked in);
-    - ``network_flags``: ``EXPLICIT_BATCH`` only before TensorRT 10 (where it became the only mode);
-    - ``memory_pools``: ``set_memory_pool_limit`` (8.4+); ``workspace_api`` says which call applies it;
-    - precision flags: fp16 -> FP16; int8 -> INT8 + FP16 (layers without an INT8 kernel run in FP16 instead of
-      FP32, and on the DLA they stay on the DLA instead of falling back), with the stage's calibration lines;
+    - ``network_flags``: ``EXPLICIT_BATCH`` before TensorRT 10 (where it became the only mode), ``STRONGLY_TYPED``
+      from 11;
+    - ``memory_pools``: ``set_memory_pool_limit`` pools (workspace; DLA pools on DLA stages);
+    - weakly typed precision flags: fp16 -> FP16; int8 -> INT8 + FP16 (layers without an INT8 kernel run in FP16
+      instead of FP32, and on the DLA they stay on the DLA instead of falling back), with the stage's calibration
+      lines; TF32 always, TensorRT's own default (Polygraphy's CreateConfig clears it unless asked);
+    - strongly typed: no precision flags, ``onnx_pass`` names the precision pass ("fp16" | "qdq", the latter from
+      the calibration lines) that writes the precision into the stage model;
     - DLA stages: ``default_device_type`` DLA, ``dla_core`` (build-time only: the engine loads on any core, so
-      it is not in the cache key), ``GPU_FALLBACK`` when the platform allows it;
+      it is not in the cache key), ``GPU_FALLBACK`` when the platform allows it; refused where the TensorRT
+      version has no DLA (``dla_refusal``);
     - ``profiling_verbosity`` DETAILED so the engine inspector reports every layer and its device.
     """
     if stage.precision not in TRT_PRECISIONS:
@@ -75,24 +110,33 @@ def build_settings(stage: StageBuild, platform: TrtPlatform, *, input_shapes: di
                        " use the 'ort' engine builder for CPU stages")
     version = parse_version(platform.trt_version)
     if version < (8, 5):
-        raise DseError(f"TensorRT {platform.trt_version} is not supported; supported: 8.5 to 10.x")
+        raise BuildRefused(f"TensorRT {platform.trt_version} (JetPack 4.x) is not supported: engines are built by the "
+                       f"orchestrator, which needs Python >= 3.11, and JetPack 4's TensorRT bindings are for "
+                       f"Python 3.6; build the stages on the board with the commands of "
+                       f"`dse export trtexec best.yaml`. Supported: TensorRT {SUPPORTED_VERSIONS}")
     if platform.workspace_bytes <= 0:
         raise DseError(f"workspace must be positive, got {platform.workspace_bytes} bytes")
+    strong = version >= (11,)
 
     flags: set[str] = set()
-    if stage.precision in ("fp16", "int8"):
-        flags.add("FP16")
-    if stage.precision == "int8":
-        flags.add("INT8")
+    if not strong:
+        flags.add("TF32")
+        if stage.precision in ("fp16", "int8"):
+            flags.add("FP16")
+        if stage.precision == "int8":
+            flags.add("INT8")
 
     dla = stage.pe_type == "DLA"
     memory_pools = {"WORKSPACE": int(platform.workspace_bytes)}
     if dla:
         if stage.precision == "fp32":
-            raise DseError(f"stage {stage.index} on {stage.pe}: the DLA runs fp16 or int8 only, not fp32")
+            raise BuildRefused(f"stage {stage.index} on {stage.pe}: the DLA runs fp16 or int8 only, not fp32")
+        reason = dla_refusal(version, platform.board_model)
+        if reason:
+            raise BuildRefused(f"stage {stage.index} on {stage.pe}: {reason}")
         core = stage.dla_core if stage.dla_core is not None else 0
         if not 0 <= core < platform.dla_cores:
-            raise DseError(f"stage {stage.index}: DLA core {core} does not exist on {platform.board_model} "
+            raise BuildRefused(f"stage {stage.index}: DLA core {core} does not exist on {platform.board_model} "
                            f"(valid: 0..{platform.dla_cores - 1})")
         if platform.gpu_fallback:
             flags.add("GPU_FALLBACK")
@@ -109,22 +153,54 @@ def build_settings(stage: StageBuild, platform: TrtPlatform, *, input_shapes: di
         raise DseError(f"stage {stage.index} is int8 but has no calibration cache lines; "
                        "run `dse calibrate` (or give the network's calibration cache) first")
 
+    if strong:
+        network_flags = ["STRONGLY_TYPED"]
+    else:
+        network_flags = ["EXPLICIT_BATCH"] if version < (10,) else []
     return {
         "backend": "trt",
         "trt_version": ".".join(str(v) for v in version),
         "board_model": platform.board_model,
-        "network_flags": ["EXPLICIT_BATCH"] if version < (10,) else [],
+        "network_flags": network_flags,
         "builder_flags": sorted(flags),
+        "onnx_pass": {"fp16": "fp16", "int8": "qdq"}.get(stage.precision) if strong else None,
         "default_device_type": "DLA" if dla else "GPU",
         "dla_core": core,
         "memory_pools": memory_pools,
-        "workspace_api": "set_memory_pool_limit",
         "profiling_verbosity": "DETAILED",
         "precision": stage.precision,
         "batch": stage.batch,
         "input_shapes": {k: [int(d) for d in v] for k, v in sorted((input_shapes or {}).items())},
         "calibration_cache": list(calibration_lines) if stage.precision == "int8" else None,
         "timing_cache": timing_cache,
+    }
+
+
+# Polygraphy's CreateConfig takes these builder flags as keyword arguments
+_CONFIG_FLAGS = {"TF32": "tf32", "FP16": "fp16", "INT8": "int8", "GPU_FALLBACK": "allow_gpu_fallback"}
+
+
+def loader_args(settings: dict) -> dict:
+    """Keyword arguments of Polygraphy's loaders for ``settings`` (pure; TensorRT enums given by member name).
+
+    ``{"network": NetworkFromOnnxBytes, "config": CreateConfig, "engine": EngineBytesFromNetwork}``; the
+    ``memory_pool_limits`` keys (``trt.MemoryPoolType``) and ``profiling_verbosity`` (``trt.ProfilingVerbosity``)
+    are names that ``dse.engines.trt.make_loaders`` resolves. ``EXPLICIT_BATCH`` needs no argument: Polygraphy's
+    network loaders set it themselves before TensorRT 10.
+    """
+    unknown = sorted(set(settings["builder_flags"]) - set(_CONFIG_FLAGS))
+    if unknown:
+        raise DseError(f"builder flags {unknown} have no Polygraphy CreateConfig argument; "
+                       f"known: {sorted(_CONFIG_FLAGS)}")
+    config = {arg: flag in settings["builder_flags"] for flag, arg in _CONFIG_FLAGS.items()}
+    config.update(use_dla=settings["default_device_type"] == "DLA",
+                  memory_pool_limits=dict(settings["memory_pools"]),
+                  profiling_verbosity=settings["profiling_verbosity"],
+                  load_timing_cache=settings.get("timing_cache"))
+    return {
+        "network": {"strongly_typed": "STRONGLY_TYPED" in settings["network_flags"]},
+        "config": config,
+        "engine": {"save_timing_cache": settings.get("timing_cache")},
     }
 
 
@@ -135,7 +211,15 @@ def key_settings(settings: dict) -> dict:
 
 # --- INT8 calibration cache -----------------------------------------------------------------------------
 
-_HEADER = re.compile(r"^TRT-\d+-\w+$")
+_HEADER = re.compile(r"^TRT-\d+-(\w+)$")
+# the algorithm named in a cache header -> the TensorRT calibrator class that reads it (TensorRT ignores a cache
+# whose header names another algorithm, and the stage would then need calibration data it does not have)
+CALIBRATOR_CLASSES = {
+    "EntropyCalibration2": "IInt8EntropyCalibrator2",
+    "EntropyCalibration": "IInt8EntropyCalibrator",
+    "MinMaxCalibration": "IInt8MinMaxCalibrator",
+    "LegacyCalibration": "IInt8LegacyCalibrator",
+}
 
 
 @dataclass(frozen=True)
@@ -154,6 +238,14 @@ class CalibrationCache:
 
     def text(self) -> str:
         return "\n".join(self.lines()) + "\n"
+
+    @property
+    def calibrator_class(self) -> str:
+        """The ``tensorrt`` calibrator class whose algorithm wrote this cache ('IInt8EntropyCalibrator2', ...)."""
+        algo = _HEADER.match(self.header).group(1)
+        if algo not in CALIBRATOR_CLASSES:
+            raise choices_error("calibration algorithm in the cache header", algo, tuple(CALIBRATOR_CLASSES))
+        return CALIBRATOR_CLASSES[algo]
 
 
 def hex_to_float(h: str) -> float:

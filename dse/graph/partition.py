@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,34 +177,12 @@ def write_partition(stages: list[StageModel], out_dir: str | Path, digest: str =
     return path
 
 
-def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded inputs for every network input at its static shape (floats ~ N(0,1), ints in 0..9)."""
-    from onnx import helper
-
-    rng = np.random.default_rng(seed)
-    initializers = {t.name for t in model.graph.initializer}
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        shape = _shape_of(vi)
-        if any(d < 0 for d in shape):
-            raise DseError(f"network input {vi.name!r} has a dynamic shape {shape}; give --input-shape")
-        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype == np.bool_:
-            feeds[vi.name] = rng.integers(0, 2, shape).astype(dtype)
-        else:
-            feeds[vi.name] = rng.integers(0, 10, shape).astype(dtype)
-    return feeds
-
-
 def _session(model: onnx.ModelProto):
     """ORT session with graph optimizations off and one thread: whole model and stages run the same kernels.
 
     With optimizations on, ORT fuses differently on each side of a cut (Conv+activation inside a stage, not
     across it), which changes float rounding; the check is about the partition, not about ORT's fusions.
+    (Polygraphy's ``SessionFromOnnx`` sets the optimization level but not the thread counts, hence our own.)
     """
     import onnxruntime as ort
 
@@ -215,38 +194,87 @@ def _session(model: onnx.ModelProto):
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def run_chain(stages: list[StageModel], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run the stages one after another, each fed only from the network inputs and the previous stage."""
-    available = dict(feeds)
-    produced: dict[str, np.ndarray] = {}
-    for s in stages:
-        sess = _session(s.model)
-        outs = sess.run(s.outputs, {t: available[t] for t in s.inputs})
-        step = dict(zip(s.outputs, outs))
-        produced.update(step)
-        available = {**feeds, **step}  # the next stage sees the network inputs and what this one hands over
-    return produced
+def _chain_runner(stages: list[StageModel], model: onnx.ModelProto):
+    """A Polygraphy runner for the chained stages (Polygraphy runs one model per runner; a pipeline is ours).
+
+    Each stage is fed only from the network inputs and what the previous stage hands over, as on the board; the
+    runner returns the network outputs the stages produce, so a missing one shows as missing.
+    """
+    from polygraphy.backend.base import BaseRunner
+    from polygraphy.common import TensorMetadata
+
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [vi for vi in model.graph.input if vi.name not in initializers]
+    outputs = [vi.name for vi in model.graph.output]
+
+    class StageChainRunner(BaseRunner):
+        def __init__(self):
+            super().__init__(name="stages")
+
+        def activate_impl(self):
+            self.sessions = [_session(s.model) for s in stages]
+
+        def get_input_metadata_impl(self):
+            meta = TensorMetadata()
+            for vi in inputs:
+                meta.add(vi.name, onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type), _shape_of(vi))
+            return meta
+
+        def infer_impl(self, feed_dict):
+            start = time.perf_counter()
+            feeds = dict(feed_dict)
+            available, produced = feeds, {}
+            for s, sess in zip(stages, self.sessions):
+                step = dict(zip(s.outputs, sess.run(s.outputs, {t: available[t] for t in s.inputs})))
+                produced.update(step)
+                available = {**feeds, **step}  # the next stage sees the network inputs and what this one hands over
+            self.inference_time = time.perf_counter() - start
+            return {name: produced[name] for name in outputs if name in produced}
+
+        def deactivate_impl(self):
+            del self.sessions
+
+    return StageChainRunner()
 
 
 def check_partition(analysis, stages: list[StageModel], seed: int = 0, atol: float = 1e-5) -> dict[str, float]:
     """Max abs difference per network output between the whole model and the chained stages (both in ORT).
 
-    Raises DseError when an output is missing from the chain or differs by more than ``atol``.
+    Polygraphy's Comparator runs both (``OnnxrtRunner`` for the whole model, ``_chain_runner`` for the stages) on one
+    seeded input from its DataLoader (floats uniform in [-1, 1], so the negative side of every activation is
+    exercised) and ``SimpleCompareFunc`` judges the max abs error (``CompareFunc.simple`` is deprecated in 0.53).
+    Raises DseError when an output is missing from the chain, has another shape, or differs by more than ``atol``.
     """
-    feeds = random_feeds(analysis.model, seed)
-    names = [vi.name for vi in analysis.model.graph.output]
-    whole = dict(zip(names, _session(analysis.model).run(names, feeds)))
-    chained = run_chain(stages, feeds)
-    diffs = {}
-    for name in names:
-        if name not in chained:
-            raise DseError(f"network output {name!r} is produced by no stage")
-        a, b = whole[name], chained[name]
-        if a.shape != b.shape:
-            raise DseError(f"network output {name!r}: whole model shape {a.shape}, stages give {b.shape}")
-        diffs[name] = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-    bad = {k: v for k, v in diffs.items() if not v <= atol}
+    from polygraphy.backend.onnxrt import OnnxrtRunner
+    from polygraphy.comparator import Comparator, DataLoader, SimpleCompareFunc
+    from polygraphy.exception import PolygraphyException
+    from polygraphy.logger import G_LOGGER
+
+    model = analysis.model
+    names = [vi.name for vi in model.graph.output]
+    floats = {vi.name: (-1.0, 1.0) for vi in model.graph.input
+              if np.issubdtype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type), np.floating)}
+    runners = [OnnxrtRunner(lambda: _session(model), name="whole"), _chain_runner(stages, model)]
+    # Polygraphy logs every step; our message says what failed
+    with G_LOGGER.verbosity(G_LOGGER.CRITICAL):
+        try:
+            results = Comparator.run(runners, data_loader=DataLoader(seed=seed, val_range=floats))
+        except PolygraphyException as exc:
+            raise DseError(f"partition check could not run the models: {exc}") from exc
+        whole, chained = (iterations[0] for _, iterations in results)
+        for name in names:
+            if name not in chained:
+                raise DseError(f"network output {name!r} is produced by no stage")
+            if whole[name].shape != chained[name].shape:
+                raise DseError(f"network output {name!r}: whole model shape {whole[name].shape}, "
+                               f"stages give {chained[name].shape}")
+        compare = SimpleCompareFunc(atol=atol, rtol=0.0, check_error_stat="max",
+                                    find_output_func=lambda name, index, result: [name])
+        accuracy = Comparator.compare_accuracy(results, compare_func=compare)
+    matches = accuracy[0][("whole", "stages")][0]  # the one compare function, the one pair, the one iteration
+    diffs = {name: float(matches[name].max_absdiff) if whole[name].size else 0.0 for name in names}
+    bad = [name for name in names if not matches[name]]
     if bad:
-        raise DseError("partition check failed: " + ", ".join(f"{k} max abs diff {v:.3g}" for k, v in bad.items())
+        raise DseError("partition check failed: " + ", ".join(f"{k} max abs diff {diffs[k]:.3g}" for k in bad)
                        + f" > {atol:g}")
     return diffs
