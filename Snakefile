@@ -1,23 +1,25 @@
-# The exploration workflow (thesis Fig. 3.6): analyze -> maximize -> explore_option (one job per
+# The exploration workflow (thesis Fig. 3.6): configure -> analyze -> maximize -> explore_option (one job per
 # mapping option, global-only) -> select_option -> search (global + local) -> finetune -> report.
 # `snakemake --cores N` runs the default (yolov4, INT8, virtual Xavier AGX).
 # Overrides: --config overrides='[benchmark=yolov4,precision=fp16]'   benchmarks='[yolov4,yolov3]'
 import sys
 
 from dse.errors import DseError
-from dse.workflow.plan import plan_runs
+from dse.workflow.plan import PARTS, plan_runs
 
 DSE = f"{sys.executable} -m dse"
 try:
-    RUNS = plan_runs(config)  # composes + validates every config before any job runs
+    RUNS = plan_runs(config)  # composes + validates every config before any job runs; writes nothing
 except DseError as exc:
     raise WorkflowError(f"bad configuration: {exc}") from None
 
 wildcard_constraints:
     run=r".+/[a-z0-9]+-b\d+-\d+",
     option=r"[A-Za-z0-9_-]+",
+    part="|".join(PARTS),
 
 
+include: "workflow/rules/configure.smk"
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/explore.smk"
 include: "workflow/rules/report.smk"
@@ -28,4 +30,5 @@ include: "workflow/rules/compare.smk"
 rule all:
     input:
         expand("{run}/report.md", run=list(RUNS)),
+        expand("{run}/config.yaml", run=list(RUNS)),
     default_target: True

@@ -54,18 +54,22 @@ THESIS_OPTION = {
 
 
 def build(network: str, precision: str, engine_root: Path, platform: str = PLATFORM, overrides: tuple = ()):
-    """Config, analysis, backend, search space, settings and base configuration of one benchmark run."""
-    from dse.backends import make_backend
+    """Config, analysis, backend, search space, settings and base configuration of one benchmark run, built
+    the way the workflow builds them (``dse.workflow.plan.config_parts`` validates the same parts)."""
+    from dse.backends import backend_from_config
     from dse.config import compose_config
     from dse.network import load_analysis
-    from dse.workflow.phases import base_configuration, search_settings, search_space
+    from dse.search import SearchSettings, SearchSpace
+    from dse.workflow.phases import base_configuration
+    from dse.workflow.plan import config_parts
 
     cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
+    parts, _ = config_parts(cfg)
     analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
-    backend = make_backend(cfg, analysis, engine_root=engine_root)
-    space = search_space(cfg, analysis, backend)
-    settings = search_settings(cfg)
-    base = base_configuration(cfg, analysis)
+    backend = backend_from_config(cfg, analysis, engine_root=engine_root)
+    space = SearchSpace.for_backend(analysis, backend)
+    settings = SearchSettings.from_dict(parts["search"])
+    base = base_configuration(backend.settings, backend.platform.name, analysis)
     return cfg, analysis, backend, space, settings, base
 
 
@@ -90,7 +94,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         t1 = time.perf_counter()
         proposed = run_search(space, Probe(ev), base, settings)
         t_proposed = time.perf_counter() - t1
-        engines = ev._built_counts()
+        engines = ev.engines_built()
         t2 = time.perf_counter()
         ex_probe = Probe(ev, "exhaustive")
         ex = exhaustive_search(space, ex_probe, base, space.options, proposed.maximize.bounds, settings,
@@ -111,7 +115,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         "selected": proposed.selected, "selected_config": describe(best),
         "best_config": best.to_dict(), "thesis_option": THESIS_OPTION.get(network, {}).get(precision),
         "option_fps": {o: r.fps for o, r in proposed.options.items()},
-        "exhaustive_tuples": ex.plan_sizes, "exhaustive_measured": ex_probe.measured,
+        "exhaustive_tuples": ex.plan_sizes, "exhaustive_coverage": ex.coverage, "exhaustive_measured": ex_probe.measured,
         "exhaustive_best": describe(ex.tuned.config),
         "seconds": {"analysis": round(t_analysis, 2), "proposed": round(t_proposed, 2),
                     "exhaustive": round(t_ex, 2)},

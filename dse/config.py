@@ -104,28 +104,32 @@ def compose_config(overrides=None) -> DictConfig:
 
 def _explain_hydra_error(exc: Exception, overrides: list[str]) -> str:
     msg = str(exc).strip()
-    for o in overrides:
-        key = o.split("=", 1)[0].lstrip("+~")
-        if "." in key and ("not in struct" in msg or "Could not override" in msg):
-            group, _, rest = key.partition(".")
-            try:
-                valid = _valid_keys(group)
-            except DseError:
-                valid = []
-            if valid and rest.split(".")[0] not in valid:
-                return f"unknown key {key!r} in override {o!r}; valid keys of {group}: {', '.join(valid)}"
-        if "." not in key and ("not in struct" in msg or "Could not override" in msg) and key not in GROUPS:
-            top = ["precision", "batch", "seed", "results_dir", "reuse_from", *GROUPS]
-            if key not in top:
-                return f"unknown key {key!r} in override {o!r}; valid top-level keys: {', '.join(top)}"
+    if "not in struct" in msg or "Could not override" in msg:
+        for o in overrides:
+            key = o.split("=", 1)[0].lstrip("+~")
+            if o.startswith("+"):
+                continue
+            reason = _unknown_key(key, [x for x in overrides if x != o])
+            if reason:
+                return f"{reason} (in override {o!r})"
     return f"bad configuration override: {msg}"
 
 
-def _valid_keys(group: str) -> list[str]:
-    files = sorted((config_dir() / group).glob("*.yaml"))
-    if not files:
-        raise DseError(f"no config group {group!r}")
-    return sorted(OmegaConf.load(files[0]).keys())
+def _unknown_key(key: str, other_overrides: list[str]) -> str | None:
+    """Why ``key`` names nothing in the config the other overrides compose (the groups they select, so a
+    misspelled platform key lists that platform's keys), or None when it does name something."""
+    try:
+        cfg = compose_config(other_overrides)
+    except DseError:
+        return None
+    node, path = cfg, []
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            where = ".".join(path) or "the top level"
+            valid = sorted(node.keys()) if isinstance(node, DictConfig) else []
+            return f"unknown key {key!r}; valid keys of {where}: {', '.join(map(str, valid))}"
+        node, path = node[part], path + [part]
+    return None
 
 
 def validate(cfg: DictConfig) -> None:

@@ -5,12 +5,16 @@ from dataclasses import asdict, dataclass, field
 
 from dse.configuration import Configuration
 
+STATUSES = ("ok", "refused", "error")
+
 
 @dataclass
 class Measurement:
     """What a board (real or virtual) reports for one configuration.
 
-    A failed build or run is a Measurement too (status="failed", reason says why, fps=0): the search goes on.
+    ``status``: ``ok``; ``refused`` (the SDK or the board's rules reject the configuration: cached like any
+    answer); ``error`` (a build or run failed for a reason that may pass: recorded, never replayed from the
+    cache, so the next run tries again). A refused or errored configuration scores 0 and the search goes on.
     ``util`` maps PE name (GPU, DLA0, DLA1, CPU, or a CPU core group) to a fraction in [0, 1].
     """
 
@@ -32,9 +36,18 @@ class Measurement:
     measure_s: float = 0.0
     backend: str = ""
 
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"measurement status {self.status!r} is not one of {STATUSES}")
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def replayable(self) -> bool:
+        """Whether a stored copy may answer for a new measurement (an error may pass: measure again)."""
+        return self.status != "error"
 
     @property
     def gpu_util(self) -> float:
@@ -47,5 +60,9 @@ class Measurement:
         return d
 
     @classmethod
-    def failed(cls, config: Configuration, reason: str, backend: str = "") -> "Measurement":
-        return cls(config=config, status="failed", reason=reason, backend=backend)
+    def refused(cls, config: Configuration, reason: str, backend: str = "") -> "Measurement":
+        return cls(config=config, status="refused", reason=reason, backend=backend)
+
+    @classmethod
+    def error(cls, config: Configuration, reason: str, backend: str = "") -> "Measurement":
+        return cls(config=config, status="error", reason=reason, backend=backend)

@@ -1,10 +1,16 @@
-"""Platform profiles: a board's processing elements, limits, cost/power parameters and mapping options.
+"""Platform profiles: one model for every board, real or virtual: processing elements, mapping options, limits,
+and (for the virtual boards) cost, power and pre/post-processing parameters.
 
 A profile is a YAML file in ``config/platform/`` (or the ``platform`` node of the composed Hydra config).
-Loading validates it once so backends and strategies can trust the dataclasses.
+Jetson profiles declare their PEs (GPU, DLA cores) and options; ``host-cpu`` declares ``options: auto`` and
+gets one PE per CPU core group and one option per group configuration of this machine's cores
+(``dse.runtime.cpu_groups``). Loading validates the profile once, so backends and strategies can trust the
+dataclasses; a backend that needs a part a profile lacks (the sim needs ``cost``, ``prepost``, ``power``)
+says so by name.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -13,16 +19,20 @@ from dse.errors import DseError, choices_error
 
 PLATFORM_DIR = Path(__file__).resolve().parents[1] / "config" / "platform"
 PE_TYPES = ("gpu", "dla", "cpu")
+TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe", "cpu", "pes", "cost", "dla_rules",
+                  "limits", "prepost", "power", "noise", "sim", "options", "extra_options", "cores", "max_groups",
+                  "precisions", "transport", "board_costs")
 
 
 @dataclass(frozen=True)
 class PE:
-    """One processing element (GPU, DLA0, ...): its type, DLA core id, precisions and DVFS table."""
+    """One processing element: its type, precisions, DVFS table, and its DLA core id or CPU cores."""
 
     name: str
     type: str
     precisions: tuple[str, ...]
-    core: int | None = None
+    core: int | None = None            # DLA core id
+    cores: tuple[int, ...] = ()        # the CPU cores of a core group
     freq_mhz: tuple[float, ...] = ()
 
     @property
@@ -82,6 +92,36 @@ class Limits:
     max_stages: int = 4
 
 
+# The SDK's DLA limits per TensorRT major version (first version it applies to -> limits, source). A profile's
+# `limits` may still set either value explicitly.
+DLA_LIMITS_BY_TENSORRT: tuple[tuple[tuple[int, ...], dict, str], ...] = (
+    ((5,), {"max_dla_engines_total": 4, "max_dla_loadables_per_core": None},
+     "at most 4 engines mapped to the DLAs at once (thesis Sec. 2.2, TensorRT 6 on JetPack 4.3)"),
+    ((7,), {"max_dla_engines_total": None, "max_dla_loadables_per_core": 8},
+     "TensorRT 7 developer guide, DLA restrictions: at most 8 subgraphs (loadables) per DLA core"),
+    ((8,), {"max_dla_engines_total": None, "max_dla_loadables_per_core": 16},
+     "TensorRT 8.x-10.x developer guide, DLA restrictions: at most 16 loadables per DLA core"),
+)
+
+
+def toolkit_version_tuple(text: str) -> tuple[int, ...] | None:
+    """'tensorrt-8.5.2' -> (8, 5, 2), 'tensorrt-6.0-sim' -> (6, 0); None when the text carries no version."""
+    m = re.search(r"(\d+(?:\.\d+)*)", str(text))
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def dla_limits_for(toolkit_version: str) -> dict:
+    """The DLA limits the toolkit version implies (empty before the first known version or without one)."""
+    version = toolkit_version_tuple(toolkit_version)
+    out: dict = {}
+    if version is None:
+        return out
+    for first, limits, _source in DLA_LIMITS_BY_TENSORRT:
+        if version >= first:
+            out = dict(limits)
+    return out
+
+
 @dataclass(frozen=True)
 class PrePost:
     """CPU pre-/post-processing cost per buffer (batch): fixed + per image terms, in microseconds."""
@@ -117,20 +157,46 @@ class PowerModel:
 
 
 @dataclass(frozen=True)
+class BoardCosts:
+    """What a real board spends on an exploration: a start-up per measurement, the frames at the measured
+    FPS, and one build per new engine (per PE type). The defaults reproduce thesis Table 3.4 with Table 3.7's
+    engine counts: yolov4 INT8, 344 tuples + 19 parameter points at ~150 FPS (5,200 frames) and 61 GPU + 276 DLA
+    engines -> 363 x (10 + 35) s + 61 x 135 s + 276 x 45 s = 10.3 h (the thesis: 10.1 h)."""
+
+    engine_build_s: Mapping[str, float] = field(default_factory=lambda: {"GPU": 135.0, "DLA": 45.0, "CPU": 5.0})
+    run_overhead_s: float = 10.0
+
+    def build_s(self, pe_type: str) -> float:
+        return float(self.engine_build_s.get(pe_type.upper(), 60.0))
+
+    def run_s(self, frames: int, fps: float) -> float:
+        return self.run_overhead_s + (frames / fps if fps > 0 else 0.0)
+
+
+@dataclass(frozen=True)
 class StageSpec:
-    """One stage of a mapping option: its PE type and, for a DLA, a core or PND (both cores)."""
+    """One stage of a mapping option: the PE type its engine is built for and the PEs it runs on (two for a
+    stage duplicated on two PEs, PND; every PE for an interleaved stage, whose frames alternate over them)."""
 
     pe_type: str
-    core: int | None = None
-    pnd: bool = False
-    interleaved: bool = False   # the whole network on the GPU and on every DLA core, frames alternate
+    pes: tuple[str, ...]
+    interleaved: bool = False
+
+    @property
+    def pnd(self) -> bool:
+        return len(self.pes) > 1 and not self.interleaved
+
+    @property
+    def kind(self) -> str:
+        """What the strategies reason about: GPU, DLA or CPU for a stage on one PE, PND for one on several."""
+        return "PND" if len(self.pes) > 1 else self.pe_type.upper()
 
     def label(self) -> str:
         if self.interleaved:
-            return "GPU|DLA*"
-        if self.pe_type == "gpu":
-            return "GPU"
-        return "DLA(x2)" if self.pnd else f"DLA{self.core}"
+            return "|".join(self.pes)
+        if self.pnd and self.pe_type == "dla":
+            return "DLA(x2)"
+        return "+".join(self.pes)
 
 
 @dataclass(frozen=True)
@@ -142,27 +208,35 @@ class MappingOption:
     def n_stages(self) -> int:
         return len(self.stages)
 
+    def kinds(self) -> list[str]:
+        return [s.kind for s in self.stages]
+
     def describe(self) -> str:
-        return "-".join(s.label() for s in self.stages)
+        return "-".join(s.label() for s in self.stages) if all(s.pe_type != "cpu" for s in self.stages) \
+            else " -> ".join(s.label() for s in self.stages)
 
 
 @dataclass(frozen=True)
 class Platform:
+    """A board: its PEs, mapping options and limits; the sim's model parts (cost, prepost, power, noise) are
+    None on a profile that only a real backend measures (``require_model`` names what is missing)."""
+
     name: str
     backend: str
     board_model: str
     toolkit_version: str
     main_pe: str
-    cpu_cores: int
-    cpu_freq_mhz: tuple[float, ...]
-    cpu_contention: float
     pes: dict[str, PE]
-    cost: CostParams
-    dla_rules: DlaRules | None
-    limits: Limits
-    prepost: PrePost
-    power: PowerModel
     options: dict[str, MappingOption]
+    limits: Limits
+    cpu_cores: int = 1
+    cpu_freq_mhz: tuple[float, ...] = ()
+    cpu_contention: float = 0.0
+    dla_rules: DlaRules | None = None
+    cost: CostParams | None = None
+    prepost: PrePost | None = None
+    power: PowerModel | None = None
+    board_costs: BoardCosts = field(default_factory=BoardCosts)
     noise_sigma: float = 0.01
     task_sigma: float = 0.0
     warmup_frames: int = 40
@@ -175,24 +249,20 @@ class Platform:
         except KeyError:
             raise choices_error(f"mapping option for platform {self.name}", name, self.options) from None
 
+    @property
+    def main_kind(self) -> str:
+        """The stage kind of the main PE (GPU on a Jetson, CPU on host-cpu): what Algorithm 2 watches."""
+        return self.pes[self.main_pe].type.upper()
+
+    def stage_kinds(self) -> dict[str, list[str]]:
+        """Per mapping option, the stage kinds the strategies reason about (GPU | DLA | PND | CPU)."""
+        return {name: option.kinds() for name, option in self.options.items()}
+
     def dla_pes(self) -> list[PE]:
         return sorted((p for p in self.pes.values() if p.type == "dla"), key=lambda p: p.core or 0)
 
-    def dla_pe(self, core: int) -> PE:
-        for p in self.dla_pes():
-            if p.core == core:
-                return p
-        raise choices_error("DLA core", core, [p.core for p in self.dla_pes()])
-
-    def stage_pes(self, spec: StageSpec) -> list[str]:
-        """PE names a stage runs on (two for a PND stage, all for an interleaved one)."""
-        if spec.interleaved:
-            return [self.main_pe, *(p.name for p in self.dla_pes())]
-        if spec.pe_type == "gpu":
-            return [self.main_pe]
-        if spec.pnd:
-            return [p.name for p in self.dla_pes()]
-        return [self.dla_pe(spec.core or 0).name]
+    def stage_pes(self, spec: StageSpec) -> list[PE]:
+        return [self.pes[n] for n in spec.pes]
 
     def precisions_of(self, pe_type: str) -> set[str]:
         out: set[str] = set()
@@ -201,16 +271,20 @@ class Platform:
                 out |= set(p.precisions)
         return out
 
+    def require_model(self, backend: str) -> None:
+        """Refuse, naming the missing parts, when the profile lacks what a virtual board simulates."""
+        missing = [k for k in ("cost", "prepost", "power") if getattr(self, k) is None]
+        if missing:
+            raise DseError(f"platform {self.name} has no {', '.join(missing)} section(s): the {backend!r} backend "
+                           f"simulates a board from them (see config/platform/xavier-agx-sim.yaml)")
+
 
 def _plain(cfg: Any) -> dict:
     """DictConfig / Mapping -> plain dict (resolving interpolations)."""
-    try:
-        from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
-        if isinstance(cfg, DictConfig):
-            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(cfg, DictConfig):
+        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     return dict(cfg)
 
 
@@ -237,11 +311,72 @@ def _pe_cost(d: Mapping, where: str) -> PECost:
     )
 
 
-def platform_from_dict(d: Mapping) -> Platform:
-    """Build and validate a Platform from the YAML content (a dict or an omegaconf DictConfig)."""
-    d = _plain(d)
-    name = str(_req(d, "name", "the profile"))
-    where = f"platform {name}"
+def _cost(d: Mapping, where: str, has_dla: bool) -> CostParams | None:
+    cd = d.get("cost")
+    if not cd:
+        return None
+    ref = cd.get("reformat", {}) or {}
+    cost = CostParams(gpu=_pe_cost(_req(cd, "gpu", f"{where} cost"), f"{where} cost.gpu"),
+                      dla=_pe_cost(cd["dla"], f"{where} cost.dla") if cd.get("dla") else None,
+                      reformat_fixed_us=float(ref.get("fixed_us", 0.0)),
+                      reformat_bandwidth_gbs=float(ref.get("bandwidth_gbs", 10.0)),
+                      boundary_us=float(cd.get("boundary_us", 0.0)))
+    if has_dla and cost.dla is None:
+        raise DseError(f"{where}: declares DLA PEs but no cost.dla parameters")
+    return cost
+
+
+def _prepost(d: Mapping, where: str) -> PrePost | None:
+    pp = d.get("prepost")
+    if not pp:
+        return None
+    pre, post = _req(pp, "pre", f"{where} prepost"), _req(pp, "post", f"{where} prepost")
+    return PrePost(pre_per_batch_us=float(pre.get("per_batch_us", 0.0)),
+                   pre_per_image_us=float(pre.get("per_image_us", 0.0)),
+                   pre_per_image_pixels_us=float(pre.get("per_image_pixels_us", 0.0)),
+                   letterbox_factor=float(pre.get("letterbox_factor", 1.0)),
+                   post_per_batch_us=float(post.get("per_batch_us", 0.0)),
+                   post_per_box_us=float(post.get("per_box_us", 0.0)),
+                   post_min_boxes=int(post.get("min_boxes", 0)),
+                   reference_size=int(pp.get("reference_size", 416)))
+
+
+def _power(d: Mapping, where: str, pes: Mapping[str, PE]) -> PowerModel | None:
+    pw = d.get("power")
+    if not pw:
+        return None
+    pe_dyn = {str(k): float(v.get("dynamic_w", 0.0)) for k, v in (pw.get("pe") or {}).items()}
+    for k in pe_dyn:
+        if k not in pes:
+            raise choices_error(f"PE in power.pe of {where}", k, pes)
+    return PowerModel(static_w=float(pw.get("static_w", 0.0)), cpu_core_w=float(pw.get("cpu_core_w", 0.0)),
+                      pe_dynamic_w=pe_dyn, freq_exponent=float(pw.get("freq_exponent", 2.4)))
+
+
+def _board_costs(d: Mapping, where: str) -> BoardCosts:
+    bc = d.get("board_costs") or {}
+    unknown = sorted(set(bc) - set(BoardCosts.__dataclass_fields__))
+    if unknown:
+        raise choices_error(f"{where} board_costs key", unknown[0], BoardCosts.__dataclass_fields__)
+    default = BoardCosts()
+    builds = {**default.engine_build_s, **{str(k).upper(): float(v) for k, v in (bc.get("engine_build_s") or {}).items()}}
+    return BoardCosts(engine_build_s=builds, run_overhead_s=float(bc.get("run_overhead_s", default.run_overhead_s)))
+
+
+def _limits(d: Mapping, where: str, toolkit_version: str) -> Limits:
+    ld = d.get("limits", {}) or {}
+    unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
+    if unknown:
+        raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
+    by_version = dla_limits_for(toolkit_version)
+    return Limits(max_dla_engines_total=ld.get("max_dla_engines_total", by_version.get("max_dla_engines_total")),
+                  max_dla_loadables_per_core=ld.get("max_dla_loadables_per_core",
+                                                    by_version.get("max_dla_loadables_per_core")),
+                  max_streams_per_stage=int(ld.get("max_streams_per_stage", 16)),
+                  max_stages=int(ld.get("max_stages", 4)))
+
+
+def _declared_pes(d: Mapping, where: str) -> dict[str, PE]:
     pes: dict[str, PE] = {}
     for pe_name, pd in _req(d, "pes", where).items():
         ptype = str(_req(pd, "type", f"{where} pes.{pe_name}")).lower()
@@ -250,23 +385,121 @@ def platform_from_dict(d: Mapping) -> Platform:
         precisions = tuple(str(p) for p in pd.get("precisions", ()))
         if ptype == "dla" and "fp32" in precisions:
             raise DseError(f"{where}: {pe_name} is a DLA and cannot list fp32 (DLAs run fp16/int8 only)")
-        pes[pe_name] = PE(name=pe_name, type=ptype, precisions=precisions,
-                          core=pd.get("core"), freq_mhz=tuple(float(f) for f in pd.get("freq_mhz", ())))
-    main_pe = str(d.get("main_pe", "GPU"))
+        pes[str(pe_name)] = PE(name=str(pe_name), type=ptype, precisions=precisions, core=pd.get("core"),
+                               cores=tuple(int(c) for c in pd.get("cores", ()) or ()),
+                               freq_mhz=tuple(float(f) for f in pd.get("freq_mhz", ())))
+    return pes
+
+
+def _stage(sd: Mapping, pes: dict[str, PE], where: str, n_stages: int, precisions: tuple[str, ...]) -> StageSpec:
+    """A stage from its YAML: {pe_type: GPU} | {pe_type: DLA, core: 0} | {pe_type: DLA, pnd: true} |
+    {pe_type: GPU, interleaved: true} | {pe_type: CPU, cores: [0, 1]} | {pe_type: CPU, cores: [[0], [1]]} (PND)."""
+    ptype = str(_req(sd, "pe_type", where)).lower()
+    if ptype not in PE_TYPES:
+        raise choices_error(f"pe_type of {where}", ptype, ("GPU", "DLA", "CPU"))
+    of_type = [p for p in pes.values() if p.type == ptype]
+    dlas = sorted((p for p in pes.values() if p.type == "dla"), key=lambda p: p.core or 0)
+    if sd.get("interleaved"):
+        if ptype != "gpu" or not dlas or n_stages != 1:
+            raise DseError(f"{where}: an interleaved stage is a GPU stage, the only stage of its option, on a "
+                           f"platform with DLA cores")
+        return StageSpec("gpu", (of_type[0].name, *(p.name for p in dlas)), interleaved=True)
+    if ptype == "gpu":
+        if not of_type:
+            raise DseError(f"{where} runs on a GPU but the platform has none")
+        return StageSpec("gpu", (of_type[0].name,))
+    if ptype == "dla":
+        if not dlas:
+            raise DseError(f"{where} uses a DLA but the platform has none")
+        if sd.get("pnd"):
+            if len(dlas) < 2:
+                raise DseError(f"{where} uses PND but the platform has fewer than 2 DLA cores")
+            return StageSpec("dla", tuple(p.name for p in dlas[:2]))
+        core = sd.get("core")
+        match = [p for p in dlas if p.core == core]
+        if not match:
+            raise choices_error(f"DLA core of {where}", core, [p.core for p in dlas])
+        return StageSpec("dla", (match[0].name,))
+    groups = sd.get("cores")
+    if not groups:
+        raise DseError(f"{where}: a CPU stage lists its cores, e.g. cores: [0, 1] (or [[0], [1]] for PND)")
+    groups = groups if isinstance(groups[0], (list, tuple)) else [groups]
+    names = []
+    for g in groups:
+        pe = cpu_group_pe(tuple(int(c) for c in g), precisions)
+        pes.setdefault(pe.name, pe)
+        names.append(pe.name)
+    return StageSpec("cpu", tuple(names))
+
+
+def cpu_group_pe(cores: tuple[int, ...], precisions: tuple[str, ...]) -> PE:
+    from dse.runtime.cpu_groups import core_group_name
+
+    return PE(name=core_group_name(cores), type="cpu", precisions=precisions, cores=tuple(sorted(cores)))
+
+
+def _options(spec: Mapping, pes: dict[str, PE], where: str, precisions: tuple[str, ...]) -> dict[str, MappingOption]:
+    options: dict[str, MappingOption] = {}
+    for oname, stages in spec.items():
+        if not stages:
+            raise DseError(f"{where}: option {oname} has no stages")
+        specs = tuple(_stage(sd, pes, f"{where} option {oname} stage {i}", len(stages), precisions)
+                      for i, sd in enumerate(stages))
+        options[str(oname)] = MappingOption(name=str(oname), stages=specs)
+    return options
+
+
+def _core_group_options(d: Mapping, where: str, precisions: tuple[str, ...]) -> tuple[dict[str, PE], dict, str]:
+    """``options: auto``: this machine's usable cores (or ``cores``), E on all of them plus one option per
+    group configuration of at most ``max_groups`` groups ("2", "1-1", "3-1", ...)."""
+    from dse.runtime.cpu_groups import core_group_layouts, usable_cores
+
+    available = usable_cores()
+    cores = d.get("cores", "auto")
+    if cores in (None, "auto"):
+        cores = available
+    else:
+        cores = sorted(int(c) for c in cores)
+        missing = sorted(set(cores) - set(available))
+        if missing:
+            raise DseError(f"{where}: cores {missing} are not usable here; usable: {available}")
+    pes: dict[str, PE] = {}
+    options: dict[str, MappingOption] = {}
+    for name, layout in core_group_layouts(list(cores), int(d.get("max_groups", 4))).items():
+        stages = []
+        for groups in layout:
+            names = []
+            for g in groups:
+                pe = cpu_group_pe(g, precisions)
+                pes.setdefault(pe.name, pe)
+                names.append(pe.name)
+            stages.append(StageSpec("cpu", tuple(names)))
+        options[name] = MappingOption(name=name, stages=tuple(stages))
+    return pes, options, options["E"].stages[0].pes[0]
+
+
+def platform_from_dict(d: Mapping) -> Platform:
+    """Build and validate a Platform from the YAML content (a dict or an omegaconf DictConfig)."""
+    d = _plain(d)
+    name = str(_req(d, "name", "the profile"))
+    where = f"platform {name}"
+    unknown = sorted(set(d) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise choices_error(f"key of {where}", unknown[0], TOP_LEVEL_KEYS)
+    precisions = tuple(str(p) for p in d.get("precisions") or ("fp32",))
+    if d.get("options") == "auto":
+        pes, options, main_pe = _core_group_options(d, where, precisions)
+    else:
+        pes = _declared_pes(d, where)
+        options = _options(_req(d, "options", where), pes, where, precisions)
+        main_pe = str(d.get("main_pe", "GPU"))
+    options.update(_options(d.get("extra_options") or {}, pes, where, precisions))
     if main_pe not in pes:
         raise choices_error(f"main_pe of {where}", main_pe, pes)
-
-    cd = _req(d, "cost", where)
-    ref = cd.get("reformat", {}) or {}
-    cost = CostParams(gpu=_pe_cost(_req(cd, "gpu", f"{where} cost"), f"{where} cost.gpu"),
-                      dla=_pe_cost(cd["dla"], f"{where} cost.dla") if cd.get("dla") else None,
-                      reformat_fixed_us=float(ref.get("fixed_us", 0.0)),
-                      reformat_bandwidth_gbs=float(ref.get("bandwidth_gbs", 10.0)),
-                      boundary_us=float(cd.get("boundary_us", 0.0)))
+    main_only = [o for o in options.values() if [s.pes for s in o.stages] == [(main_pe,)]]
+    if "E" not in options or options["E"] not in main_only:
+        raise DseError(f"{where}: every platform needs option E (the whole network on its main PE {main_pe})")
     has_dla = any(p.type == "dla" for p in pes.values())
-    if has_dla and cost.dla is None:
-        raise DseError(f"{where}: declares DLA PEs but no cost.dla parameters")
-
     rd = d.get("dla_rules")
     rules = None
     if rd:
@@ -276,93 +509,40 @@ def platform_from_dict(d: Mapping) -> Platform:
                          max_batch=int(rd.get("max_batch", 32)))
     elif has_dla:
         raise DseError(f"{where}: declares DLA PEs but no dla_rules")
-
-    ld = d.get("limits", {}) or {}
-    unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
-    if unknown:
-        raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
-    limits = Limits(max_dla_engines_total=ld.get("max_dla_engines_total"),
-                    max_dla_loadables_per_core=ld.get("max_dla_loadables_per_core"),
-                    max_streams_per_stage=int(ld.get("max_streams_per_stage", 16)),
-                    max_stages=int(ld.get("max_stages", 4)))
-
-    pp = _req(d, "prepost", where)
-    pre, post = _req(pp, "pre", f"{where} prepost"), _req(pp, "post", f"{where} prepost")
-    prepost = PrePost(pre_per_batch_us=float(pre.get("per_batch_us", 0.0)),
-                      pre_per_image_us=float(pre.get("per_image_us", 0.0)),
-                      pre_per_image_pixels_us=float(pre.get("per_image_pixels_us", 0.0)),
-                      letterbox_factor=float(pre.get("letterbox_factor", 1.0)),
-                      post_per_batch_us=float(post.get("per_batch_us", 0.0)),
-                      post_per_box_us=float(post.get("per_box_us", 0.0)),
-                      post_min_boxes=int(post.get("min_boxes", 0)),
-                      reference_size=int(pp.get("reference_size", 416)))
-
-    pw = _req(d, "power", where)
-    pe_dyn = {str(k): float(v.get("dynamic_w", 0.0)) for k, v in (pw.get("pe") or {}).items()}
-    for k in pe_dyn:
-        if k not in pes:
-            raise choices_error(f"PE in power.pe of {where}", k, pes)
-    power = PowerModel(static_w=float(pw.get("static_w", 0.0)), cpu_core_w=float(pw.get("cpu_core_w", 0.0)),
-                       pe_dynamic_w=pe_dyn, freq_exponent=float(pw.get("freq_exponent", 2.4)))
-
-    options: dict[str, MappingOption] = {}
-    dla_cores = {p.core for p in pes.values() if p.type == "dla"}
-    for oname, stages in _req(d, "options", where).items():
-        specs = []
-        for i, sd in enumerate(stages):
-            ptype = str(_req(sd, "pe_type", f"{where} option {oname} stage {i}")).lower()
-            if ptype not in ("gpu", "dla"):
-                raise choices_error(f"pe_type of option {oname} stage {i}", ptype, ("GPU", "DLA"))
-            pnd = bool(sd.get("pnd", False))
-            core = sd.get("core")
-            if ptype == "dla":
-                if not dla_cores:
-                    raise DseError(f"{where}: option {oname} uses a DLA but the platform has none")
-                if pnd and len(dla_cores) < 2:
-                    raise DseError(f"{where}: option {oname} uses PND but the platform has fewer than 2 DLA cores")
-                if not pnd and core not in dla_cores:
-                    raise choices_error(f"DLA core of option {oname} stage {i}", core, sorted(dla_cores))
-            interleaved = bool(sd.get("interleaved", False))
-            if interleaved and (ptype != "gpu" or not dla_cores or len(stages) != 1):
-                raise DseError(f"{where}: option {oname}: an interleaved stage is a GPU stage, the only stage of "
-                               f"its option, on a platform with DLA cores")
-            specs.append(StageSpec(pe_type=ptype, core=None if ptype == "gpu" else (None if pnd else int(core)),
-                                   pnd=pnd, interleaved=interleaved))
-        if not specs:
-            raise DseError(f"{where}: option {oname} has no stages")
-        options[str(oname)] = MappingOption(name=str(oname), stages=tuple(specs))
-    if "E" not in options or [s.pe_type for s in options["E"].stages] != ["gpu"]:
-        raise DseError(f"{where}: every platform needs option E (the whole network on its main PE)")
-
+    toolkit = str(d.get("toolkit_version", "unknown"))
     cpu = d.get("cpu", {}) or {}
+    cpu_pes = [p for p in pes.values() if p.type == "cpu"]
     noise = d.get("noise", {}) or {}
     sim = d.get("sim", {}) or {}
     return Platform(
         name=name, backend=str(d.get("backend", "sim")), board_model=str(d.get("board_model", name)),
-        toolkit_version=str(d.get("toolkit_version", "unknown")), main_pe=main_pe,
-        cpu_cores=int(cpu.get("cores", 1)), cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
-        cpu_contention=float(cpu.get("contention", 0.0)), pes=pes, cost=cost, dla_rules=rules, limits=limits,
-        prepost=prepost, power=power, options=options, noise_sigma=float(noise.get("sigma", 0.01)),
-        task_sigma=float(noise.get("task_sigma", 0.0)), warmup_frames=int(sim.get("warmup_frames", 40)),
-        max_sim_frames=int(sim.get("max_sim_frames", 600)), raw=dict(d))
-
-
-def available_platforms() -> list[str]:
-    return sorted(p.stem for p in PLATFORM_DIR.glob("*.yaml"))
+        toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, toolkit),
+        cpu_cores=int(cpu.get("cores", len({c for p in cpu_pes for c in p.cores}) or 1)),
+        cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
+        cpu_contention=float(cpu.get("contention", 0.0)), dla_rules=rules, cost=_cost(d, where, has_dla),
+        prepost=_prepost(d, where), power=_power(d, where, pes), board_costs=_board_costs(d, where),
+        noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
+        warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),
+        raw=dict(d))
 
 
 def load_platform(source: Any) -> Platform:
-    """A Platform from a profile name (``xavier-agx-sim``), a YAML path, a dict or a DictConfig."""
+    """A Platform from a profile name (composed through Hydra, so a board profile inherits its -sim twin),
+    a YAML path, a dict or a DictConfig."""
     if isinstance(source, Platform):
         return source
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if not path.suffix:
-            path = PLATFORM_DIR / f"{source}.yaml"
-        if not path.exists():
-            raise choices_error("platform", str(source), available_platforms())
-        import yaml
+        if path.suffix in (".yaml", ".yml"):
+            if not path.is_file():
+                raise DseError(f"platform profile {str(path)!r}: no such file")
+            import yaml
 
-        with open(path) as fh:
-            return platform_from_dict(yaml.safe_load(fh))
+            with open(path) as fh:
+                return platform_from_dict(yaml.safe_load(fh))
+        from dse.config import compose_config, group_choices
+
+        if str(source) not in group_choices("platform"):
+            raise choices_error("platform", str(source), group_choices("platform"))
+        return platform_from_dict(compose_config([f"platform={source}"]).platform)
     return platform_from_dict(source)

@@ -10,7 +10,7 @@ from dse.backends.sim import SimBackend
 from dse.configuration import Configuration
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
-from dse.platform import load_platform, platform_from_dict
+from dse.platform import load_platform
 from dse.search import SearchSettings, SearchSpace, maximize
 from dse.search.baselines import DLA_ONLY, base_d_config, base_g_config
 from dse.search.exhaustive import exhaustive_search, plan_tuples
@@ -19,8 +19,9 @@ from dse.search.ga_comprehensive import comprehensive_ga
 from dse.search.ga_finetune import finetune_ga, resources
 from dse.search.ga_profiled import _Decoder, profiled_mapping, profiled_search, stage_estimates_ms
 from dse.search.random_search import random_search
-from dse.search.recorder import RecordingProbe
-from dse.workflow.compare import baseline_options
+from dse.search.recorder import RecordingProbe, anytime
+from dse.backends.base import MeasureSettings
+from dse.workflow.compare import with_baseline_options
 from dse.zoo import build_network
 
 NET, SIZE = "tiny-detector", 64
@@ -30,14 +31,9 @@ OPTIONS = ["A", "B", "C", "E", "PND-A", "PND-B"]
 @pytest.fixture(scope="module")
 def board():
     analysis = analyze(build_network(NET, input_size=SIZE))
-    raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["options"] = {**raw["options"], **baseline_options(raw)}
-    platform = platform_from_dict(raw)
-    backend = SimBackend(platform, analysis, input_size=SIZE, seed=0, sample_size=300)
-    types = {n: ["GPU" if s.pe_type == "gpu" else ("PND" if s.pnd or getattr(s, "interleaved", False) else "DLA")
-                 for s in o.stages] for n, o in platform.options.items()}
-    space = SearchSpace(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-                        check_cuts=analysis.check_cuts, stage_pe_types=types, main_pe=platform.main_pe)
+    platform = with_baseline_options(load_platform("xavier-agx-sim"))
+    backend = SimBackend(platform, analysis, MeasureSettings(input_size=SIZE, seed=0, sample_size=300))
+    space = SearchSpace.for_backend(analysis, backend)
     base = Configuration(benchmark=NET, platform=platform.name, precision="int8", input_size=SIZE,
                          model_digest=analysis.digest)
     settings = SearchSettings(seed=0, max_buffers=12, max_pre=6, max_post=4, max_streams=4)
@@ -145,7 +141,8 @@ def test_random_search_spends_exactly_its_budget(board):
     r = random_search(space, probe, base, OPTIONS, bounds, settings, budget=15, seed=2)
     assert len(probe.asked) == 15 and r.asked == 15
     assert r.fps == max(m.fps for _, m in probe.asked if m.ok)
-    assert probe.anytime()[-1] == pytest.approx(r.fps) and probe.anytime() == sorted(probe.anytime())
+    curve = anytime(probe.asked)
+    assert curve[-1] == pytest.approx(r.fps) and curve == sorted(curve)
 
 
 def test_interleaved_runs_every_pe_and_tuning_pays(board):
@@ -158,9 +155,8 @@ def test_interleaved_runs_every_pe_and_tuning_pays(board):
     xavier = ev.evaluate(interleaved_config(base), phase="baseline", strategy="Interleaved")
     assert xavier.ok, xavier.reason
     assert xavier.dla_loadables >= 2 and xavier.fallback_layers > 0
-    raw = dict(load_platform("orin-agx-sim").raw)
-    raw["options"] = {**raw["options"], **baseline_options(raw)}
-    orin = SimBackend(platform_from_dict(raw), backend.analysis, input_size=SIZE, seed=0, sample_size=300)
+    orin = SimBackend(with_baseline_options(load_platform("orin-agx-sim")), backend.analysis,
+                      MeasureSettings(input_size=SIZE, seed=0, sample_size=300))
     ev = Evaluator(orin)
     base = base.with_(platform="orin-agx-sim")
     il = ev.evaluate(interleaved_config(base), phase="baseline", strategy="Interleaved")

@@ -129,9 +129,10 @@ def test_agent_cli_prints_one_json_line(tmp_path):
 
 
 def test_trt_backend_pure_parts(tmp_path):
+    from dse.backends.base import MeasureSettings
     from dse.backends.trt import TrtBackend, agent_command, measurement_from_result, parse_agent_output, transport_of
-    from dse.configuration import Configuration
     from dse.config import compose_config
+    from dse.configuration import Configuration
     from dse.errors import DseError
     from dse.graph.analysis import analyze
     from dse.zoo import build_network
@@ -151,7 +152,7 @@ def test_trt_backend_pure_parts(tmp_path):
     a = analyze(build_network("tiny-detector"))
     from dse.engines.cache import EngineCache
 
-    be = TrtBackend(cfg.platform, a, sample_size=50, model="tiny-detector",
+    be = TrtBackend(cfg.platform, a, MeasureSettings(sample_size=50, model="tiny-detector"),
                     engine_cache=EngineCache(tmp_path / "engines", "xavier-agx"))
     assert transport_of(be.platform)["kind"] == "local"
     c = Configuration("tiny-detector", "xavier-agx", option="PND-A", cuts=(a.feasible_cuts[3],), streams=(4, 1),
@@ -168,7 +169,9 @@ def test_trt_backend_pure_parts(tmp_path):
     m = measurement_from_result(c, {"status": "ok", "fps": 120.0, "util": {"GPU": 0.5}, "power_w": 20.0,
                                     "energy_j_per_frame": 0.166, "stage_ms": [3.0, 2.0]}, engine_keys=["k"])
     assert m.ok and m.fps == 120.0 and m.power_w == 20.0 and m.engine_keys == ["k"]
-    assert measurement_from_result(c, {"status": "failed", "reason": "no DLA"}).reason == "no DLA"
-    # without TensorRT here the build fails: a failed measurement with the reason, not a crash
+    refused = measurement_from_result(c, {"status": "refused", "reason": "no DLA"})
+    assert refused.status == "refused" and refused.reason == "no DLA"
+    assert measurement_from_result(c, {"status": "failed", "reason": "lost"}).status == "error"  # older agents
+    # without TensorRT here the build fails: an error with the reason (retried next run), not a crash
     m = be.measure(c.with_(precision="fp16"))
-    assert m.status == "failed" and "TensorRT" in m.reason
+    assert m.status == "error" and "TensorRT" in m.reason

@@ -60,7 +60,11 @@ def test_one_row_per_method(compared):
 def test_nothing_measured_twice_and_methods_labelled(compared):
     files = sorted((compared / "cache").glob("*.parquet"))
     frame = pd.concat([pd.read_parquet(p) for p in files], ignore_index=True)
-    assert frame["config_hash"].is_unique, "a configuration was measured twice across methods"
+    assert not frame.duplicated(["config_hash", "repeat"]).any(), "a configuration was measured twice"
+    # each method's answer re-run 5 times through the evaluator: recorded, labelled, and never the same sample
+    confirm = frame[frame["phase"].str.endswith("/confirm")]
+    assert len(confirm) and set(confirm["repeat"]) == {1, 2, 3, 4, 5}
+    assert (frame.loc[~frame["phase"].str.endswith("/confirm"), "repeat"] == 0).all()
     own = {p.stem: set(pd.read_parquet(p)["strategy"]) for p in files if p.stem.startswith("compare-")}
     assert own, "no method measured anything new"
     for stem, strategies in own.items():
@@ -80,3 +84,19 @@ def test_bench_summary_reads_the_targets_off_the_comparison(compared):
     assert s["targets"]["fewer_points_than_comprehensive_ga"] == (
         ran.loc["Proposed", "points_measured"] < ran.loc["Comprehensive GA", "points_measured"])
     assert s["profiled_estimate_low_pct"] and s["points"]["Proposed"] == ran.loc["Proposed", "points_measured"]
+
+
+def test_rerun_of_the_comparison_measures_nothing_again(compared):
+    """The re-runs of the answers are cached like every measurement: forcing the job again measures nothing
+    new (the comparison reads its answers, their confirmations included, from the run's files)."""
+    wd = compared.parents[3]
+    before = {p.name: len(pd.read_parquet(p)) for p in (compared / "cache").glob("*.parquet")}
+    old = pd.read_parquet(compared / "comparison.parquet").set_index("method")
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "compare", "--forcerun", "comparison",
+           "--config", f"overrides={FAST}"]
+    proc = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    after = {p.name: len(pd.read_parquet(p)) for p in (compared / "cache").glob("*.parquet")}
+    assert after == before
+    new = pd.read_parquet(compared / "comparison.parquet").set_index("method")
+    assert new["fps_confirmed"].equals(old["fps_confirmed"])

@@ -53,3 +53,15 @@ def test_config_show_cli(capsys):
     assert "name: yolov2-tiny" in out and "precision: fp16" in out
     assert main(["config", "show", "benchmark=nope"]) == 2
     assert "valid choices" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overrides, message", [
+    # the keys of the platform the other overrides select, not of the first file of the group
+    (["platform.dla_rulez=1"], "unknown key 'platform.dla_rulez'; valid keys of platform: backend, board_model"),
+    (["platform=host-cpu", "platform.corez=[0]"], "valid keys of platform: backend, board_model, cores, extra_options"),
+    (["platform.limits.max_foo=1"], "valid keys of platform.limits: max_stages, max_streams_per_stage"),
+    (["search.top_kk=1"], "valid keys of search: cpu_ratio, degradation"),
+])
+def test_misspelled_key_lists_the_keys_of_the_selected_file(overrides, message):
+    with pytest.raises(DseError, match=message.replace("(", r"\(")):
+        compose_config(overrides)

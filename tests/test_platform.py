@@ -5,7 +5,8 @@ import pytest
 import yaml
 
 from dse.errors import DseError
-from dse.platform import PLATFORM_DIR, available_platforms, load_platform, platform_from_dict
+from dse.config import group_choices
+from dse.platform import PLATFORM_DIR, load_platform, platform_from_dict
 
 THESIS_OPTIONS = {"A": "DLA0-GPU", "B": "GPU-DLA0-GPU", "C": "DLA0-DLA1-GPU", "D": "GPU-DLA0-DLA1-GPU", "E": "GPU",
                   "PND-A": "DLA(x2)-GPU", "PND-B": "GPU-DLA(x2)-GPU"}
@@ -20,8 +21,8 @@ def test_profiles_load_with_thesis_options(name):
     p = load_platform(name)
     assert p.backend == "sim" and p.name == name
     assert {k: o.describe() for k, o in p.options.items()} == THESIS_OPTIONS
-    assert p.stage_pes(p.options["PND-A"].stages[0]) == ["DLA0", "DLA1"]
-    assert p.stage_pes(p.options["E"].stages[0]) == ["GPU"]
+    assert p.options["PND-A"].stages[0].pes == ("DLA0", "DLA1") and p.options["PND-A"].kinds() == ["PND", "GPU"]
+    assert p.options["E"].stages[0].pes == ("GPU",) and p.main_kind == "GPU"
     for d in p.dla_pes():
         assert "fp32" not in d.precisions and {"fp16", "int8"} <= set(d.precisions)
     assert p.pes["GPU"].max_freq_mhz > 0 and p.prepost.pre_us(416, 1) > 0
@@ -32,6 +33,8 @@ def test_xavier_and_orin_differ_where_the_boards_do():
     assert (x.cpu_cores, o.cpu_cores) == (8, 12)
     assert x.limits.max_dla_engines_total == 4 and o.limits.max_dla_engines_total is None
     assert o.limits.max_dla_loadables_per_core == 16
+    # NVIDIA: 105 sparse INT8 TOPS for both Orin DLAs at MAXN = 26.25 dense TOPS = 13,125 GMAC/s per core
+    assert o.cost.dla.peak_gmacs["int8"] == pytest.approx(105e3 / 2 / 2 / 2)
     # DLA v2 is much faster in INT8 than FP16; Xavier's DLA only about 2x
     assert o.cost.dla.peak_gmacs["int8"] / o.cost.dla.peak_gmacs["fp16"] > 4
     assert x.cost.dla.peak_gmacs["int8"] / x.cost.dla.peak_gmacs["fp16"] < 2
@@ -39,7 +42,7 @@ def test_xavier_and_orin_differ_where_the_boards_do():
 
 
 def test_available_and_unknown_platform():
-    assert {"xavier-agx-sim", "orin-agx-sim"} <= set(available_platforms())
+    assert {"xavier-agx-sim", "orin-agx-sim"} <= set(group_choices("platform"))
     with pytest.raises(DseError, match="valid choices.*xavier-agx-sim"):
         load_platform("no-such-board")
 
@@ -56,7 +59,9 @@ def test_loads_from_dictconfig():
     (lambda d: d["pes"]["DLA0"]["precisions"].append("fp32"), "fp32"),
     (lambda d: d["options"].__setitem__("X", [{"pe_type": "DLA", "core": 7}, {"pe_type": "GPU"}]), "DLA core"),
     (lambda d: d["options"].__setitem__("Y", [{"pe_type": "NPU"}]), "pe_type"),
-    (lambda d: d.pop("cost"), "cost"),
+    (lambda d: d["cost"].pop("dla"), "cost.dla"),
+    (lambda d: d.__setitem__("cpus", 4), "key of platform xavier-agx-sim 'cpus'.*valid choices.*cpu"),
+    (lambda d: d["limits"].__setitem__("max_dla_enginez", 3), "max_dla_engines_total"),
 ])
 def test_broken_profiles_are_refused(mutate, match):
     d = copy.deepcopy(raw())
@@ -68,3 +73,44 @@ def test_broken_profiles_are_refused(mutate, match):
 def test_unknown_option_lists_choices():
     with pytest.raises(DseError, match="PND-A"):
         load_platform("xavier-agx-sim").option("Z")
+
+
+@pytest.mark.parametrize("version,engines,per_core", [
+    ("tensorrt-6.0-sim", 4, None), ("tensorrt-7.1.3", None, 8), ("tensorrt-8.5.2", None, 16),
+    ("tensorrt-10.3", None, 16), ("onnxruntime", None, None)])
+def test_dla_limits_follow_the_toolkit_version(version, engines, per_core):
+    """TensorRT 6: at most 4 DLA engines (thesis Sec. 2.2); 7: 8 loadables per core; 8+: 16 per core. The
+    real Xavier profile (TensorRT 8.5) inherits its sim twin's PEs but not its TensorRT 6 limits."""
+    d = copy.deepcopy(raw())
+    d["toolkit_version"] = version
+    limits = platform_from_dict(d).limits
+    assert (limits.max_dla_engines_total, limits.max_dla_loadables_per_core) == (engines, per_core)
+    d["limits"]["max_dla_engines_total"] = 2        # an explicit value in the profile wins
+    assert platform_from_dict(d).limits.max_dla_engines_total == 2
+    real = load_platform("xavier-agx")
+    assert real.backend == "trt" and real.limits.max_dla_loadables_per_core == 16
+    assert real.limits.max_dla_engines_total is None and real.options.keys() == load_platform("xavier-agx-sim").options.keys()
+
+
+def test_host_cpu_is_the_same_platform_model():
+    """host-cpu: one PE per CPU core group, options generated from the cores, the same Platform class the
+    Jetson profiles load into (no backend-specific platform type)."""
+    from dse.runtime.cpu_groups import core_group_name, usable_cores
+
+    p = load_platform("host-cpu")
+    cores = usable_cores()
+    assert p.backend == "ort" and p.main_kind == "CPU" and p.main_pe == core_group_name(cores)
+    assert p.options["E"].stages[0].pes == (core_group_name(cores),) and p.cpu_cores == len(cores)
+    assert all(pe.type == "cpu" and pe.cores for pe in p.pes.values())
+    if len(cores) >= 2:
+        one_one = p.option("1-1")
+        assert [p.pes[s.pes[0]].cores for s in one_one.stages] == [(cores[0],), (cores[1],)]
+        assert one_one.kinds() == ["CPU", "CPU"]
+        d = {"name": "host-cpu", "backend": "ort", "options": "auto", "cores": cores[:2],
+             "extra_options": {"PND-1-1": [{"pe_type": "CPU", "cores": [[cores[0]], [cores[1]]]}]}}
+        pnd = platform_from_dict(d).option("PND-1-1")
+        assert pnd.kinds() == ["PND"] and pnd.stages[0].pnd
+    with pytest.raises(DseError, match="not usable"):
+        platform_from_dict({"name": "host-cpu", "backend": "ort", "options": "auto", "cores": [10_000]})
+    with pytest.raises(DseError, match="no cost, prepost, power"):
+        p.require_model("sim")

@@ -3,6 +3,7 @@ import json
 
 import pandas as pd
 
+from dse.platform import BoardCosts
 from dse.report.tables import cost_row, engines_built, proposed_rows, unique_tuples
 
 
@@ -17,8 +18,8 @@ def _frame():
         ("exhaustive/exhaustive", "Exhaustive", "B", "5,9", {"GPU": 2, "DLA": 1}),
     ]
     return pd.DataFrame([{"phase": p, "strategy": s, "option": o, "cuts": c, "fps": 100.0, "backend": "sim",
-                          "measure_s": 0.01, "build_s": 0.0, "engines_built_json": json.dumps(e)}
-                         for p, s, o, c, e in rows])
+                          "status": "ok", "measure_s": 0.01, "build_s": 45.0 * sum(e.values()),
+                          "engines_built_json": json.dumps(e)} for p, s, o, c, e in rows])
 
 
 def test_comparison_rows_do_not_count_for_the_proposed_method():
@@ -26,5 +27,7 @@ def test_comparison_rows_do_not_count_for_the_proposed_method():
     assert len(frame) == 5 and set(frame["strategy"]) == {"Base(G)", "proposed"}
     assert unique_tuples(frame) == 2
     assert engines_built(frame) == {"GPU": 2, "DLA": 2}
-    row = cost_row(frame, sample_size=5000, warmup=200)
+    row = cost_row(frame, frames=5200, costs=BoardCosts())
     assert row["Measurements"] == 5 and row["Param. points"] == 1 and row["Engines built DLA"] == 2
+    # board time: 5 x (10 s + 5200 frames / 100 FPS) + the build seconds the sim charged (4 engines x 45 s)
+    assert row["Board hours (est.)"] == round((5 * 62.0 + 4 * 45.0) / 3600, 2)

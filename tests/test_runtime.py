@@ -8,12 +8,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from dse.backends.base import MeasureSettings
 from dse.configuration import Configuration
+from dse.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import partition
 from dse.runtime.engine import FunctionEngine
 from dse.runtime.metrics import busy_time, percentile
-from dse.runtime.ort_engine import OrtStageEngine, core_group_name
+from dse.runtime.cpu_groups import core_group_name
+from dse.runtime.ort_engine import OrtStageEngine
 from dse.runtime.pipeline import Pipeline, StagePlan
 from dse.zoo import build_network
 
@@ -149,7 +152,8 @@ def test_metrics_helpers():
 def test_ort_backend_measures_and_refuses(detector):
     from dse.backends.ort import OrtBackend
 
-    be = OrtBackend("host-cpu", detector, sample_size=30, warmup=3, model="tiny-detector", keep_outputs=True)
+    be = OrtBackend("host-cpu", detector, MeasureSettings(sample_size=30, warmup=3, model="tiny-detector"),
+                    keep_outputs=True)
     assert {"E", str(len(CORES))} <= set(be.platform.options)
     base = Configuration("tiny-detector", "host-cpu", precision="fp32", input_size=64, buffers=2)
     m = be.measure(base)
@@ -162,13 +166,36 @@ def test_ort_backend_measures_and_refuses(detector):
            base.with_(option="E", cuts=(3,), streams=(1, 1))]
     for c in bad:
         m = be.measure(c)
-        assert m.status == "failed" and m.reason
+        assert m.status == "refused" and m.reason
     assert "valid choices" in be.measure(bad[0]).reason
     two = [n for n, o in be.platform.options.items() if o.n_stages == 2]
     if two:
         infeasible = [c for c in range(len(detector.layers) - 1) if c not in detector.feasible_cuts][0]
         m = be.measure(base.with_(option=two[0], cuts=(infeasible,), streams=(1, 1)))
-        assert m.status == "failed" and "infeasible" in m.reason
+        assert m.status == "refused" and "infeasible" in m.reason
+
+
+def test_image_dir_reaches_the_ort_backend(detector, tmp_path):
+    """The benchmark's image_dir is a measurement setting every backend receives (the ort backend once
+    dropped it and pre-processed synthetic frames instead)."""
+    from PIL import Image
+
+    from dse.backends import backend_from_config
+    from dse.config import compose_config
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(3):
+        Image.new("RGB", (80, 60), (40 * i, 90, 200)).save(images / f"frame{i}.png")
+    cfg = compose_config(["benchmark=tiny-detector", "platform=host-cpu", f"benchmark.image_dir={images}",
+                          f"results_dir={tmp_path / 'results'}"])
+    be = backend_from_config(cfg, detector)
+    assert be.settings.image_dir == str(images)
+    app = be.application_for(Configuration("tiny-detector", "host-cpu", precision="fp32", input_size=64))
+    assert [p.name for p in app.images.files] == ["frame0.png", "frame1.png", "frame2.png"]
+    with pytest.raises(DseError, match="image_dir"):
+        MeasureSettings.from_config(compose_config(["benchmark=tiny-detector",
+                                                    f"benchmark.image_dir={tmp_path / 'nope'}"]))
 
 
 def test_ort_backend_uses_engine_cache(detector, tmp_path):
@@ -178,7 +205,9 @@ def test_ort_backend_uses_engine_cache(detector, tmp_path):
     if len(CORES) < 2:
         pytest.skip("needs two cores")
     cache = EngineCache(tmp_path, "host-cpu")
-    be = OrtBackend({"name": "host-cpu", "cores": CORES[:2]}, detector, sample_size=20, warmup=2, engine_cache=cache, model="tiny-detector")
+    platform = {"name": "host-cpu", "backend": "ort", "cores": CORES[:2], "options": "auto"}
+    be = OrtBackend(platform, detector, MeasureSettings(sample_size=20, warmup=2, model="tiny-detector"),
+                    engine_cache=cache)
     cut = detector.feasible_cuts[3]
     c = Configuration("tiny-detector", "host-cpu", option="1-1", cuts=(cut,), streams=(1, 2), buffers=3,
                       precision="fp32", input_size=64)

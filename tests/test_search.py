@@ -19,7 +19,7 @@ from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.search import (Probe, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
-                        select_option, shortlist, unique_tuples)
+                        select_option, select_phase, unique_tuples)
 from dse.search.candidates import candidate_cuts
 from dse.search.global_search import balanced_policies, main_pe_policies
 from dse.search.initial import balanced_tuple, initial_tuple, random_tuple
@@ -94,7 +94,7 @@ class Model:
 
     def __call__(self, config: Configuration) -> Measurement:
         if self.fail and self.fail(config):
-            return Measurement.failed(config, "analytic failure", backend="analytic")
+            return Measurement.refused(config, "analytic failure", backend="analytic")
         periods, gpu_busy = self.periods(config.option, config.cuts, config.streams, config.pre_threads,
                                          config.post_threads, config.buffers)
         period = max(periods)
@@ -111,7 +111,7 @@ class CachingEvaluator:
         self.asked: list[tuple[Configuration, str]] = []
 
     def evaluate(self, config, *, phase, strategy):
-        assert strategy == "proposed"
+        assert strategy == ("Base(G)" if phase == "baseline" else "proposed")
         if config.hash not in self.cache:
             assert all(c.hash != config.hash for c, _ in self.asked)
             self.asked.append((config, phase))
@@ -421,7 +421,7 @@ def test_finetune_of_a_refused_configuration_does_not_shrink_it():
     """Every configuration refused (0 FPS): step 2 must not read 'within degradation of 0' as licence to
     lower everything; the start is returned as it was."""
     model = Model([0.2] * 40, pre_ms=0.1, post_ms=0.1)
-    ev = CachingEvaluator(lambda cfg: Measurement.failed(cfg, "refused by the board"))
+    ev = CachingEvaluator(lambda cfg: Measurement.refused(cfg, "refused by the board"))
     start = BASE.with_(option="E", streams=(3,), buffers=8, pre_threads=2, post_threads=2)
     r = finetune(model.space(), ev, start, fast(max_pre=3, max_post=3, max_buffers=9, max_streams=4))
     assert r.config == start and r.fps == 0
@@ -454,16 +454,16 @@ def test_run_search_end_to_end_asks_nothing_twice_and_reproduces():
     space = model.space()
     settings = fast(seed=7, sample_step=5, min_local_searches=3)
     r = run_search(space, StrictEvaluator(model), BASE, settings)
-    short = shortlist(r.options, settings.refine_within)
-    assert short[0] == select_option(r.options) == max(r.options, key=lambda o: r.options[o].fps)
-    assert set(r.refined) == {o for o in short if space.n_cuts(o)} and r.selected in short
-    assert r.full is r.refined.get(r.selected)
-    assert r.finetune.start_fps == max(r.refined[o].fps if o in r.refined else r.options[o].fps for o in short)
+    short = r.selection.shortlist
+    fps = {o: res.fps for o, res in r.options.items()}
+    assert short[0] == select_option(fps, space) == max(r.options, key=lambda o: r.options[o].fps)
+    assert list(r.refined.results) == short and r.selected in short
+    assert r.finetune.start_fps == max(res.fps for res in r.refined.results.values())
     assert r.options["E"].tuples_measured == 0
     assert r.options["E"].best_config == r.maximize.config
-    assert r.unique_tuples == unique_tuples([*r.options.values(), *r.refined.values()])
+    assert r.unique_tuples == unique_tuples([*r.options.values(), *r.refined.results.values()])
     assert r.unique_tuples == unique_tuples([o.to_dict() for o in r.options.values()]
-                                            + [o.to_dict() for o in r.refined.values()])
+                                            + [o.to_dict() for o in r.refined.results.values()])
     assert r.param_points == r.finetune.points > 0
     assert r.finetune.fps >= (1 - settings.degradation) * r.finetune.reference_fps
     doc = r.to_dict()
@@ -478,7 +478,7 @@ def test_run_search_picks_gpu_only_when_pre_processing_dominates():
     # tiny network, slow pre-processing: pipelining across DLAs cannot pay (the tiny-INT8 rows of Table 3.5)
     model = Model([0.01] * 30, ratio=2.8, pre_ms=6.0, post_ms=1.0, boundary_ms=0.3)
     r = run_search(model.space(), CachingEvaluator(model), BASE, fast(sample_step=3, min_local_searches=2))
-    assert r.selected == "E" and r.full is None
+    assert r.selected == "E" and not r.refined.best.tuples
     assert r.finetune.config.option == "E" and r.finetune.config.pre_threads >= 3
 
 
@@ -493,10 +493,25 @@ def test_explore_option_rejects_bad_mode_and_bounds():
 
 
 def test_shortlist_keeps_options_close_to_the_best():
+    space = Model([0.1] * 20).space()
     fps = {"A": 100.0, "B": 98.0, "C": 90.0, "E": 99.5, "D": 97.0}
-    assert shortlist(fps, 0.03) == ["A", "E", "B", "D"]
-    assert shortlist(fps, 0.0) == ["A"] == [select_option(fps)]
-    assert shortlist({"A": 0.0, "E": 0.0}, 0.05)[0] == select_option({"A": 0.0, "E": 0.0})
+    assert select_phase(space, fps, fast(refine_within=0.03)).shortlist == ["A", "E", "B", "D"]
+    assert select_phase(space, fps, fast(refine_within=0.0)).shortlist == ["A"] == [select_option(fps, space)]
+
+
+def test_select_tie_goes_to_the_option_with_fewer_stages():
+    """The documented tie-break, whatever the order the options are listed in (the workflow's select phase
+    once returned PND-A here: it compared bare FPS values and fell back to the listing order)."""
+    space = Model([0.1] * 20).space()
+    assert select_option({"PND-A": 50.0, "E": 50.0}, space) == "E"
+    assert select_option({"D": 50.0, "PND-B": 50.0, "A": 50.0}, space) == "A"
+    assert select_option({"B": 50.0, "PND-B": 50.0}, space) == "B"        # equal stages: the first listed
+    assert select_phase(space, {"PND-A": 50.0, "E": 50.0}, fast()).selected == "E"
+
+
+def test_select_refuses_when_nothing_ran():
+    with pytest.raises(DseError, match="no mapping option ran"):
+        select_phase(Model([0.1] * 20).space(), {"A": 0.0, "E": 0.0}, fast())
 
 
 def test_search_config_sizes_buffers_for_the_pipeline():

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from dse.configuration import Configuration
-from dse.search import SearchSettings, SearchSpace, explore_option, maximize, run_search, shortlist
+from dse.backends.base import MeasureSettings
+from dse.search import SearchSettings, SearchSpace, explore_option, maximize, run_search
 from dse.search.params import search_config
 from dse.search.streams import stream_tuple
 
@@ -25,11 +26,8 @@ NET, SIZE = "yolov3-tiny", 416
 def board():
     analysis = analyze(build_network(NET, input_size=SIZE))
     platform = load_platform("xavier-agx-sim")
-    backend = sim.SimBackend(platform, analysis, input_size=SIZE, seed=0)
-    types = {name: ["GPU" if s.pe_type == "gpu" else ("PND" if s.pnd else "DLA") for s in opt.stages]
-             for name, opt in platform.options.items()}
-    space = SearchSpace(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-                        check_cuts=analysis.check_cuts, stage_pe_types=types, main_pe=platform.main_pe)
+    backend = sim.SimBackend(platform, analysis, MeasureSettings(input_size=SIZE, seed=0))
+    space = SearchSpace.for_backend(analysis, backend)
     base = Configuration(benchmark=NET, platform=platform.name, precision="int8", input_size=SIZE,
                          model_digest=analysis.digest)
     return backend, space, base
@@ -60,9 +58,9 @@ def test_run_search_on_sim_never_remeasures(board):
     settings = SearchSettings(seed=1)
     r = run_search(space, ev, base, settings)
     assert ev.reused == 0 and ev.measured == r.measured
-    short = shortlist(r.options, settings.refine_within)
+    short = r.selection.shortlist
     assert short[0] == max(r.options, key=lambda o: r.options[o].fps) and r.selected in short
-    best = {o: (r.refined[o] if o in r.refined else r.options[o]).fps for o in short}
+    best = {o: res.fps for o, res in r.refined.results.items()}
     assert best[r.selected] == max(best.values())
     assert r.finetune.fps >= (1 - settings.degradation) * r.finetune.reference_fps
     c = r.finetune.config

@@ -21,4 +21,4 @@ def test_measure_reports_failure(capsys):
     rc = main(["measure", "benchmark=tiny-detector", "precision=fp32", "--option", "A", "--cuts", "8",
                "--streams", "2,2", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 1 and out["status"] == "failed" and "FP32" in out["reason"]
+    assert rc == 1 and out["status"] == "refused" and "FP32" in out["reason"]

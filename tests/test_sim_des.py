@@ -1,6 +1,7 @@
 """DES invariants and failure reasons of the sim backend (yolov4-tiny on the virtual Xavier)."""
 import pytest
 
+from dse.backends.base import MeasureSettings
 from dse.backends.sim import SimBackend
 from dse.configuration import Configuration
 
@@ -15,7 +16,7 @@ def analysis():
 
 @pytest.fixture(scope="module")
 def be(analysis):
-    return SimBackend("xavier-agx-sim", analysis, sample_size=1000)
+    return SimBackend("xavier-agx-sim", analysis, MeasureSettings(sample_size=1000))
 
 
 def cfg(**kw):
@@ -79,9 +80,9 @@ def test_utilizations_and_outputs_are_sane(be, analysis):
 
 def test_deterministic_per_seed(analysis):
     c = cfg(buffers=6, pre_threads=3, streams=(2,))
-    a = SimBackend("xavier-agx-sim", analysis, seed=1, sample_size=500).measure(c)
-    b = SimBackend("xavier-agx-sim", analysis, seed=1, sample_size=500).measure(c)
-    other = SimBackend("xavier-agx-sim", analysis, seed=2, sample_size=500).measure(c)
+    a = SimBackend("xavier-agx-sim", analysis, MeasureSettings(seed=1, sample_size=500)).measure(c)
+    b = SimBackend("xavier-agx-sim", analysis, MeasureSettings(seed=1, sample_size=500)).measure(c)
+    other = SimBackend("xavier-agx-sim", analysis, MeasureSettings(seed=2, sample_size=500)).measure(c)
     assert (a.fps, a.latency_ms_p99, a.power_w) == (b.fps, b.latency_ms_p99, b.power_w)
     assert a.fps != other.fps
     assert other.fps == pytest.approx(a.fps, rel=0.08)
@@ -101,7 +102,7 @@ def test_limit_violations_fail_with_a_reason(be, analysis):
     }
     for needle, c in cases.items():
         m = be.measure(c)
-        assert m.status == "failed" and m.fps == 0, needle
+        assert m.status == "refused" and m.fps == 0, needle
         assert needle.lower() in m.reason.lower(), (needle, m.reason)
 
 
@@ -109,7 +110,7 @@ def _with_limits(**limits):
     from dse.platform import load_platform, platform_from_dict
 
     raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["limits"] = {**raw["limits"], **limits}
+    raw["limits"] = {**(raw.get("limits") or {}), **limits}
     return platform_from_dict(raw)
 
 
@@ -118,16 +119,16 @@ def test_dla_limits_count_engines_and_loadables_per_core(analysis):
     TensorRT: loadables per core, which GPU fallback inside a DLA stage multiplies."""
     last = len(analysis.layers) - 1
     tail = cfg(option="PND-A", cuts=(first_cut(analysis, last - 12),), streams=(4, 2), buffers=8)
-    planned = SimBackend("xavier-agx-sim", analysis, sample_size=300).plan(tail)
+    planned = SimBackend("xavier-agx-sim", analysis, MeasureSettings(sample_size=300)).plan(tail)
     assert planned.dla_engines == 2 and planned.fallback_layers > 0
     assert planned.dla_loadables_per_core[0] == planned.dla_loadables_per_core[1] >= 2
-    assert SimBackend("xavier-agx-sim", analysis, sample_size=300).measure(tail).ok     # within 4 engines, 16 per core
-    one = SimBackend(_with_limits(max_dla_engines_total=1), analysis, sample_size=300).measure(tail)
+    assert SimBackend("xavier-agx-sim", analysis, MeasureSettings(sample_size=300)).measure(tail).ok  # within 4 DLA engines (TensorRT 6)
+    one = SimBackend(_with_limits(max_dla_engines_total=1), analysis, MeasureSettings(sample_size=300)).measure(tail)
     assert not one.ok and "2 engines on the dlas exceed the platform limit of 1" in one.reason.lower()
     n = planned.dla_loadables_per_core[0]
-    few = SimBackend(_with_limits(max_dla_loadables_per_core=n - 1), analysis, sample_size=300).measure(tail)
+    few = SimBackend(_with_limits(max_dla_loadables_per_core=n - 1), analysis, MeasureSettings(sample_size=300)).measure(tail)
     assert not few.ok and f"{n} loadables on dla0" in few.reason.lower()
-    assert SimBackend(_with_limits(max_dla_loadables_per_core=n), analysis, sample_size=300).measure(tail).ok
+    assert SimBackend(_with_limits(max_dla_loadables_per_core=n), analysis, MeasureSettings(sample_size=300)).measure(tail).ok
 
 
 def test_unknown_limit_names_the_valid_ones():
@@ -152,7 +153,7 @@ def test_sim_engines_go_through_the_cache(analysis, tmp_path):
     from dse.engines.cache import EngineCache
 
     cache = EngineCache(tmp_path, "xavier-agx-sim")
-    be = SimBackend("xavier-agx-sim", analysis, sample_size=300, engine_cache=cache)
+    be = SimBackend("xavier-agx-sim", analysis, MeasureSettings(sample_size=300), engine_cache=cache)
     c = cfg(option="A", cuts=(first_cut(analysis, 8),), streams=(2, 2), buffers=6)
     first = be.measure(c)
     again = be.measure(c.with_(buffers=8))

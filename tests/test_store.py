@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -74,7 +75,7 @@ while True:
 
 def test_killed_writer_never_leaves_a_corrupt_file(tmp_path):
     path = tmp_path / "m.parquet"
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     for attempt in range(3):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, env=env, text=True)
         proc.stdout.readline()  # at least one complete write happened
@@ -91,7 +92,7 @@ def test_killed_writer_never_leaves_a_corrupt_file(tmp_path):
 def test_reads_while_a_writer_rewrites_never_tear(tmp_path):
     """Parallel jobs read each other's files while those are being replaced: every read sees one version."""
     path = tmp_path / "m.parquet"
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, env=env, text=True)
     try:
         proc.stdout.readline()
@@ -122,13 +123,14 @@ def test_context_filters_rows_and_old_files_read_as_no_context(tmp_path):
 
 def test_evaluator_never_answers_from_another_context(tmp_path):
     """A changed platform definition or sample size (another context) re-measures; the same one reuses."""
+    from dse.backends.base import MeasureSettings
     from dse.backends.sim import SimBackend
     from dse.evaluate import Evaluator
     from dse.graph.analysis import analyze
     from dse.zoo import build_network
 
-    board = SimBackend("xavier-agx-sim", analyze(build_network("tiny-chain", input_size=64)), input_size=64,
-                       sample_size=100)
+    board = SimBackend("xavier-agx-sim", analyze(build_network("tiny-chain", input_size=64)),
+                       MeasureSettings(input_size=64, sample_size=100))
     cfg = Configuration(benchmark="tiny-chain", platform="xavier-agx-sim", precision="int8", input_size=64)
     first = Evaluator(board, tmp_path / "a.parquet", context="v1")
     m = first.evaluate(cfg, phase="p", strategy="s")

@@ -1,6 +1,7 @@
 """The Snakemake workflow for real, on a tiny network in a temp dir: end to end, rerun is a no-op,
 an override reruns only what depends on it, a killed run resumes from the measurement cache, and a bad
 override fails before any job runs."""
+import json
 import os
 import shutil
 import signal
@@ -79,6 +80,41 @@ def test_override_reruns_only_dependents(finished):
     assert "maximize" in jobs and "finetune" in jobs
 
 
+def test_workflow_and_run_search_are_one_method(finished):
+    """What `snakemake` runs (one job per phase, caches in files) and what bench/ measures (`run_search`, one
+    process) are the same phases: the same best configuration from the same measured configurations."""
+    from bench.search_quality import build
+    from dse.config import split_overrides
+    from dse.evaluate import Evaluator
+    from dse.search import Probe, run_search
+
+    wd, _ = finished
+    overrides = tuple(o for o in split_overrides(FAST) if not o.startswith("benchmark="))
+    _, _, backend, space, settings, base = build("tiny-detector", "int8", wd / "solo-engines", "xavier-agx-sim",
+                                                 overrides)
+    ev = Evaluator(backend)
+    result = run_search(space, Probe(ev), base, settings)
+    best = yaml.safe_load((wd / RUN / "best.yaml").read_text())
+    assert best["config"] == result.finetune.config.to_dict() and best["fps"] == result.finetune.fps
+    frame = pd.read_parquet(wd / RUN / "measurements.parquet")
+    assert set(frame["config_hash"]) == {key for key, _ in ev.cache}
+    selected = json.loads((wd / RUN / "selected.json").read_text())
+    assert selected == result.selection.to_dict()
+
+
+def test_dry_run_or_a_refused_run_changes_nothing(finished, tmp_path):
+    """Planning writes nothing: `snakemake -n` and `--lint` on a fresh directory leave no results/, and a dry
+    run with other settings leaves a finished run's config parts as they were (jobs read those)."""
+    wd, _ = finished
+    parts = {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in (wd / RUN / "config").iterdir()}
+    snakemake(wd, "-n", "--config", f"overrides={FAST[:-1]},search.top_k=3,benchmark.warmup=7]")
+    assert {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in (wd / RUN / "config").iterdir()} == parts
+    fresh = _workdir(tmp_path)
+    snakemake(fresh, "-n")
+    snakemake(fresh, "--lint", check=False)
+    assert not (fresh / "results").exists()
+
+
 def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     """The measurement cache is keyed by configuration AND context: after a platform change every phase
     measures again (old rows stay on disk, unused), and the merged file holds only the new context."""
@@ -94,11 +130,19 @@ def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     assert set(merged["context"]) == set(cache["context"].iloc[before:])
 
 
-def test_bad_override_fails_before_any_job(tmp_path):
+@pytest.mark.parametrize("override, message", [
+    ("benchmark=nope", "unknown benchmark 'nope'; valid choices:"),
+    # settings of later phases are validated when the workflow is planned, not inside a job
+    ("search.initial=bogus", "unknown search.initial 'bogus'; valid choices: auto, balanced, random"),
+    ("search.options=[A,Z]", "unknown mapping option for platform xavier-agx-sim 'Z'; valid choices: A, B"),
+    ("+compare.methods=[Oracle]", "unknown comparison method 'Oracle'"),
+    ("platform.dla_rulez=1", "valid keys of platform: backend, board_model, cost, cpu, dla_rules"),
+])
+def test_bad_override_fails_before_any_job(tmp_path, override, message):
     wd = _workdir(tmp_path)
-    proc = snakemake(wd, "--config", "overrides=[benchmark=nope]", check=False)
+    proc = snakemake(wd, "--config", f"overrides=[{override}]", check=False)
     assert proc.returncode != 0
-    assert "unknown benchmark 'nope'; valid choices:" in proc.stdout + proc.stderr
+    assert message in proc.stdout + proc.stderr
     assert not (wd / "results").exists()
 
 

@@ -1,13 +1,18 @@
-"""Backends measure a Configuration: `sim` (virtual boards), `ort` (this host's CPU core groups),
-`trt` (TensorRT on a Jetson through the board agent). All are built the same way, from a composed config.
+"""Backends measure a Configuration: `sim` (virtual boards), `ort` (this host's CPU core groups), `trt`
+(TensorRT on a Jetson through the board agent). Each implements ``dse.backends.base.Backend`` and is built
+the same way: platform + analysed network + ``MeasureSettings`` + engine cache.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from dse.backends.base import Backend, MeasureSettings, supports
 from dse.errors import choices_error
 
 BACKENDS = ("sim", "ort", "trt")
+
+__all__ = ["BACKENDS", "Backend", "MeasureSettings", "backend_from_config", "capabilities_of", "make_backend",
+           "supports"]
 
 
 def _backend_class(kind: str):
@@ -26,22 +31,27 @@ def _backend_class(kind: str):
     raise choices_error("platform.backend", kind, BACKENDS)
 
 
-def make_backend(cfg, analysis=None, *, engine_root: str | Path | None = None):
-    """The backend the config's platform names, for the config's benchmark (analysis built if not given)."""
-    from dse.engines.cache import EngineCache
+def capabilities_of(kind: str) -> frozenset[str]:
+    """What a backend kind declares it can do (``dse.backends.base``), without building one."""
+    return _backend_class(kind).capabilities
 
+
+def make_backend(platform, analysis, settings: MeasureSettings, *, engine_root: str | Path) -> Backend:
+    """The backend ``platform`` names, measuring ``analysis`` with ``settings``, engines under ``engine_root``."""
+    from dse.engines.cache import EngineCache
+    from dse.platform import load_platform
+
+    platform = load_platform(platform)
+    cls = _backend_class(platform.backend)
+    return cls(platform, analysis, settings, engine_cache=EngineCache(engine_root, platform.name))
+
+
+def backend_from_config(cfg, analysis=None, *, engine_root: str | Path | None = None) -> Backend:
+    """The backend of a composed config (the CLI's way in): its platform, its benchmark's network and settings,
+    engines under ``results_dir/engines`` unless given."""
     if analysis is None:
         from dse.network import load_analysis
 
         analysis = load_analysis(cfg)
-    cls = _backend_class(str(cfg.platform.backend))
-    b = cfg.benchmark
-    kwargs = dict(preprocess=str(b.preprocess), sample_size=int(b.sample_size), warmup=int(b.warmup),
-                  seed=int(cfg.seed), input_size=int(b.input_size), benchmark=str(b.name))
-    if engine_root is None:
-        engine_root = Path(cfg.results_dir) / "engines"
-    kwargs["engine_cache"] = EngineCache(engine_root, str(cfg.platform.name))
-    if cls.__name__ != "SimBackend":
-        model = str(b.model)
-        kwargs.update(application=str(b.application), model=None if model.endswith(".onnx") else model)
-    return cls(cfg.platform, analysis, **kwargs)
+    root = engine_root if engine_root is not None else Path(cfg.results_dir) / "engines"
+    return make_backend(cfg.platform, analysis, MeasureSettings.from_config(cfg), engine_root=root)

@@ -10,6 +10,9 @@ Engines are built by the TensorRT of the process that runs this backend; over ss
 board's ``workdir`` (so that TensorRT must match the board's: run the orchestrator in the board's JetPack
 container, or use ``transport.kind: local`` on the board).
 
+A configuration the platform rules or TensorRT reject is ``refused``; an engine build or an agent run that
+fails otherwise (out of memory, ssh, a timeout) is an ``error``, tried again by the next run.
+
 UNTESTED ON HARDWARE: no machine in this workplace has TensorRT or a Jetson. The pure parts (checks, agent
 config, commands, output parsing) are unit-tested.
 """
@@ -20,12 +23,13 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
+from dse.backends.base import MeasureSettings
 from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.errors import BuildRefused, DseError
 from dse.measurement import Measurement
+from dse.platform import Platform, load_platform
 
 TRANSPORTS = ("local", "ssh")
 
@@ -76,8 +80,12 @@ def parse_agent_output(stdout: str) -> dict:
 
 
 def measurement_from_result(config: Configuration, result: dict, **extra) -> Measurement:
-    if result.get("status") != "ok":
-        m = Measurement.failed(config, str(result.get("reason") or "agent reported a failure"), backend="trt")
+    """The agent's JSON as a Measurement: its ``refused`` stays refused; any other failure (``error``, or
+    ``failed`` from an older agent) is an error, tried again by the next run."""
+    status = result.get("status")
+    if status != "ok":
+        reason = str(result.get("reason") or "agent reported a failure")
+        m = (Measurement.refused if status == "refused" else Measurement.error)(config, reason, backend="trt")
     else:
         m = Measurement(config=config, fps=float(result["fps"]),
                         latency_ms_p50=float(result.get("latency_ms_p50", 0.0)),
@@ -92,69 +100,44 @@ def measurement_from_result(config: Configuration, result: dict, **extra) -> Mea
     return m
 
 
-def _load_board_platform(source):
-    """A Platform; a bare name is composed through Hydra, because the board profiles inherit their -sim twin."""
-    from dse.platform import load_platform
-
-    if isinstance(source, str) and not source.endswith((".yaml", ".yml")):
-        from dse.config import compose_config
-
-        source = compose_config([f"platform={source}"]).platform
-    return load_platform(source)
-
-
 class TrtBackend:
-    """Real measurements on a Jetson through the board agent. Constructed like ``SimBackend``."""
+    """Real measurements on a Jetson through the board agent."""
 
     name = "trt"
+    capabilities = frozenset()
 
-    def __init__(self, platform, source, *, preprocess: str = "resize", sample_size: int = 5000,
-                 warmup: int | None = None, seed: int = 0, input_size: int | None = None, engine_cache=None,
-                 benchmark: str = "", application: str = "yolo", model: str | None = None,
-                 image_dir: str | None = None, calibration=None, runner=None):
-        self.platform = _load_board_platform(platform)
+    def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None,
+                 calibration=None, runner=None, workdir: str | Path | None = None):
+        self.platform: Platform = load_platform(platform)
         self.transport = transport_of(self.platform)
         self.analysis = source
-        self.preprocess = preprocess
-        self.sample_size = int(sample_size)
-        self.warmup = max(10, self.sample_size // 20) if warmup is None else int(warmup)
-        self.seed = int(seed)
-        self.input_size = input_size
+        self.settings = settings or MeasureSettings()
+        s = self.settings
+        self.warmup = max(10, s.sample_size // 20) if s.warmup is None else int(s.warmup)
+        if engine_cache is None:
+            raise DseError("the 'trt' backend builds its engines into an engine cache: pass engine_cache")
         self.engine_cache = engine_cache
-        self.benchmark = benchmark
-        self.application = application
-        self.model = model
-        self.image_dir = image_dir
         self.calibration = calibration
         self.runner = runner or subprocess.run
+        # the agent's JSON configs: beside the engines unless given (never the working directory)
+        self.workdir = Path(workdir) if workdir else Path(engine_cache.dir) / ".dse-agent"
 
     def check(self, config: Configuration) -> str | None:
         p = self.platform
-        reason = check_layout(config, p.options, p.name)
-        if reason:
-            return reason
-        return check_stages(config, p) or check_cuts(config, self.analysis)
+        return check_layout(config, p) or check_stages(config, p) or check_cuts(config, self.analysis)
 
     def stage_pes(self, config: Configuration) -> list[list[tuple[str, str, int | None]]]:
         """Per stage: [(PE name, PE type GPU|DLA, DLA core or None)], two entries for a PND stage."""
-        out = []
-        for spec in self.platform.option(config.option).stages:
-            pes = []
-            for name in self.platform.stage_pes(spec):
-                pe = self.platform.pes[name]
-                pes.append((name, pe.type.upper(), pe.core if pe.type == "dla" else None))
-            out.append(pes)
-        return out
+        return [[(pe.name, pe.type.upper(), pe.core if pe.type == "dla" else None)
+                 for pe in self.platform.stage_pes(spec)] for spec in self.platform.option(config.option).stages]
 
     def build_engines(self, config: Configuration) -> tuple[list[list[dict]], list[str], float]:
         """Build (or reuse) every stage's engine; returns the agent's per-stage engine entries, keys, seconds."""
         from dse.engines.base import StageBuild
-        from dse.engines.cache import EngineCache
         from dse.engines.trt import TrtEngineBuilder
         from dse.engines.trt_settings import TrtPlatform
         from dse.graph.partition import partition
 
-        cache = self.engine_cache or EngineCache(Path("results") / "engines", self.platform.name)
         builder = TrtEngineBuilder(TrtPlatform.from_platform(self.platform), calibration=self.calibration)
         start = time.perf_counter()
         stages = partition(self.analysis, tuple(config.cuts))
@@ -164,32 +147,30 @@ class TrtBackend:
             spec = StageBuild(index=st.index, first_layer=st.first_layer, last_layer=st.last_layer,
                              pe=name if len(pes) == 1 else "DLA", pe_type=pe_type, precision=config.precision,
                              batch=config.batch, input_tensors=tuple(st.inputs), output_tensors=tuple(st.outputs))
-            artifact = builder.build(spec, st.model, cache)
+            artifact = builder.build(spec, st.model, self.engine_cache)
             keys.append(artifact.key)
             entries.append([{"path": str(artifact.path), "pe": n, "dla_core": c} for n, _, c in pes])
         return entries, keys, time.perf_counter() - start
 
     def app_options(self, config: Configuration) -> dict:
-        options: dict[str, Any] = {"input_size": config.input_size, "batch": config.batch, "seed": self.seed,
-                                   "image_dir": self.image_dir}
-        if self.application == "yolo":
-            options["preprocess"] = self.preprocess
-            if self.model and not str(self.model).endswith(".onnx"):
-                # the agent cannot read cfgs through dse.zoo (onnx): send the anchors themselves
-                from dse.apps.yolo import cfg_anchors
+        options = self.settings.app_options(config)
+        model = options.pop("cfg", None)
+        if model:
+            # the agent cannot read cfgs through dse.zoo (onnx): send the anchors themselves
+            from dse.apps.yolo import cfg_anchors
 
-                anchors = cfg_anchors(str(self.model))
-                heads = sorted((n for n in self.analysis.outputs if n.startswith(("yolo_", "region_"))),
-                               key=lambda n: int(n.rsplit("_", 1)[1]))
-                if heads and all(int(h.rsplit("_", 1)[1]) in anchors for h in heads):
-                    options["anchors"] = [anchors[int(h.rsplit("_", 1)[1])] for h in heads]
+            anchors = cfg_anchors(str(model))
+            heads = sorted((n for n in self.analysis.outputs if n.startswith(("yolo_", "region_"))),
+                           key=lambda n: int(n.rsplit("_", 1)[1]))
+            if heads and all(int(h.rsplit("_", 1)[1]) in anchors for h in heads):
+                options["anchors"] = [anchors[int(h.rsplit("_", 1)[1])] for h in heads]
         return options
 
     def agent_config(self, config: Configuration, engines: list[list[dict]]) -> dict:
         return {"stages": [{"streams": s, "engines": e} for s, e in zip(config.streams, engines)],
-                "frames": self.sample_size, "warmup": self.warmup, "buffers": config.buffers,
+                "frames": self.settings.sample_size, "warmup": self.warmup, "buffers": config.buffers,
                 "pre_threads": config.pre_threads, "post_threads": config.post_threads, "batch": config.batch,
-                "application": self.application, "app_options": self.app_options(config),
+                "application": self.settings.application, "app_options": self.app_options(config),
                 "inputs": {k: list(v) for k, v in self.analysis.inputs.items()},
                 "outputs": {k: list(v) for k, v in self.analysis.outputs.items()},
                 "tegrastats": {"enabled": True, "interval_ms": 100}, "zero_copy": None,
@@ -197,27 +178,25 @@ class TrtBackend:
 
     def run_agent(self, cfg: dict, tag: str) -> dict:
         t = self.transport
-        workdir = Path(t["workdir"]) if t.get("workdir") and t["kind"] == "local" else Path.cwd()
-        local_dir = Path.cwd() / ".dse-agent"
-        local_dir.mkdir(exist_ok=True)
+        self.workdir.mkdir(parents=True, exist_ok=True)
         if t["kind"] == "ssh":
-            cfg = self._ship(cfg, local_dir)
-        path = local_dir / f"{tag}.json"
+            cfg = self._ship(cfg)
+        path = self.workdir / f"{tag}.json"
         path.write_text(json.dumps(cfg, indent=1, sort_keys=True))
         if t["kind"] == "ssh":
             remote = f".dse-agent/{tag}.json"
             self._scp([str(path)], remote)
             cmd = agent_command(t, remote)
         else:
-            cmd = agent_command(t, str(path))
-        proc = self.runner(cmd, capture_output=True, text=True, cwd=str(workdir),
-                           timeout=float(t.get("timeout_s", 1800)))
+            cmd = agent_command(t, str(path.resolve()))
+        cwd = str(t["workdir"]) if t.get("workdir") and t["kind"] == "local" else None
+        proc = self.runner(cmd, capture_output=True, text=True, cwd=cwd, timeout=float(t.get("timeout_s", 1800)))
         try:
             return parse_agent_output(proc.stdout)
         except DseError as exc:
             raise DseError(f"{exc}; stderr: {proc.stderr.strip()[-500:]}") from None
 
-    def _ship(self, cfg: dict, local_dir: Path) -> dict:
+    def _ship(self, cfg: dict) -> dict:
         """Copy engine files to ``workdir/.dse-agent/engines`` on the board; rewrite their paths."""
         cfg = json.loads(json.dumps(cfg))
         files = sorted({e["path"] for st in cfg["stages"] for e in st["engines"]})
@@ -242,20 +221,22 @@ class TrtBackend:
         cmd = ["scp", "-q", "-o", "BatchMode=yes"] + (["-P", str(t["port"])] if t.get("port") else [])
         self.runner(cmd + files + [dest], check=True, capture_output=True, text=True)
 
-    def measure(self, config: Configuration, repeat: int = 0) -> Measurement:
+    def measure(self, config: Configuration, *, repeat: int = 0) -> Measurement:
         # ``repeat``: a re-run of the same configuration; every real run is a fresh sample anyway
         reason = self.check(config)
         if reason:
-            return Measurement.failed(config, reason, backend=self.name)
+            return Measurement.refused(config, reason, backend=self.name)
         try:
             engines, keys, build_s = self.build_engines(config)
+        except BuildRefused as exc:
+            return Measurement.refused(config, f"TensorRT refused a stage: {exc}", backend=self.name)
         except DseError as exc:
-            return Measurement.failed(config, f"engine build failed: {exc}", backend=self.name)
+            return Measurement.error(config, f"engine build failed: {exc}", backend=self.name)
         t0 = time.perf_counter()
         try:
             result = self.run_agent(self.agent_config(config, engines), config.hash)
         except (DseError, OSError, subprocess.SubprocessError) as exc:
-            m = Measurement.failed(config, f"board agent failed: {exc}", backend=self.name)
+            m = Measurement.error(config, f"board agent failed: {exc}", backend=self.name)
             m.engine_keys, m.build_s = keys, build_s
             return m
         dla = sum(1 for st in engines for e in st if e["dla_core"] is not None)

@@ -22,11 +22,6 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _platform(name: str):
-    from dse.config import compose_config
-    from dse.platform import load_platform
-
-    return load_platform(compose_config([f"platform={name}"]).platform)
 
 
 def _layers(config, doc: dict, given: int | None) -> int:
@@ -47,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     from dse.report.export import jedi_config, load_result, trtexec_script
 
     config, doc = load_result(args.result)
-    platform = _platform(args.platform or config.platform)
+    from dse.platform import load_platform
+
+    platform = load_platform(args.platform or config.platform)
     if args.format == "jedi":
         bench = {}
         try:

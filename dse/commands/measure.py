@@ -34,22 +34,21 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from dse.backends import backend_from_config
+    from dse.backends.base import TRACE, supports
     from dse.config import compose_config
-    from dse.configuration import Configuration
-
-    from dse.backends import make_backend
     from dse.network import load_analysis
+    from dse.workflow.phases import base_configuration
 
     cfg = compose_config(args.overrides)
     cuts = _int_list(args.cuts, "cuts")
     streams = _int_list(args.streams, "streams") or (1,) * (len(cuts) + 1)
     analysis = load_analysis(cfg)
-    backend = make_backend(cfg, analysis)
-    config = Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name), option=args.option,
-                           cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
-                           post_threads=args.post, precision=str(cfg.precision), batch=int(cfg.batch),
-                           input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
-    if hasattr(backend, "measure_with_trace"):
+    backend = backend_from_config(cfg, analysis)
+    config = base_configuration(backend.settings, backend.platform.name, analysis).with_(
+        option=args.option, cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
+        post_threads=args.post)
+    if supports(backend, TRACE):
         m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
     else:
         m, res = backend.measure(config), None
@@ -74,7 +73,7 @@ def _print(m) -> None:
           f"pre {c.pre_threads} post {c.post_threads} buffers {c.buffers} {c.precision} batch {c.batch} "
           f"{c.input_size}x{c.input_size}")
     if not m.ok:
-        print(f"FAILED: {m.reason}")
+        print(f"{m.status.upper()}: {m.reason}")
         return
     util = " ".join(f"{k} {v:.0%}" for k, v in m.util.items())
     print(f"{m.fps:.1f} FPS  latency p50 {m.latency_ms_p50:.2f} ms p99 {m.latency_ms_p99:.2f} ms  util {util}")

@@ -1,6 +1,6 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
-STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report")
+STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare")
 
 
 def add_parser(sub):
@@ -25,6 +25,11 @@ def _run(args) -> int:
         from dse.workflow.report import report
 
         print(report(args.run))
+        return 0
+    if args.step == "compare":
+        from dse.workflow.compare import compare
+
+        compare(args.run)
         return 0
     from dse.workflow import phases
 

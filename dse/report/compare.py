@@ -2,8 +2,8 @@
 
 Per method: the answer's FPS and energy per frame, the distinct configurations it asked for, the
 distinct engines those need (per PE type: what a board would build for this method alone), and the
-board hours a real board would spend (each configuration's run + each engine build, the costs of
-``dse.report.tables.DEFAULT_BOARD_COSTS`` or the platform's ``board_costs``).
+board hours a real board would spend (each configuration's run + each engine build, the platform's
+``dse.platform.BoardCosts``).
 """
 from __future__ import annotations
 
@@ -17,11 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-
 from dse.report.plots import _save  # noqa: E402
 from dse.search.recorder import anytime  # noqa: E402
-from dse.report.tables import DEFAULT_BOARD_COSTS, markdown_table  # noqa: E402
+from dse.report.tables import markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
 
@@ -33,24 +31,24 @@ def engine_types(option: str, n_keys: int, space) -> list[str]:
     return types
 
 
-def method_cost(asked, space, sample_size: int, warmup: int, costs: dict) -> dict:
-    """Engines and board hours of the distinct configurations one method asked for."""
+def method_cost(asked, space, frames: int, costs) -> dict:
+    """Engines and board hours (``costs``: a ``dse.platform.BoardCosts``) of the distinct configurations one
+    method asked for."""
     engines: dict[str, set] = {}
     run_s = 0.0
     for _, m in asked:
-        run_s += costs["run_overhead_s"] + ((sample_size + warmup) / m.fps if m.ok and m.fps > 0 else 0.0)
+        run_s += costs.run_s(frames, m.fps if m.ok else 0.0)
         keys = list(m.engine_keys or [])
         if m.config.option in space.options:
             for t, k in zip(engine_types(m.config.option, len(keys), space), keys):
                 engines.setdefault(t, set()).add(k)
-    build_s = sum(costs["engine_build_s"].get(t, 60.0) * len(ks) for t, ks in engines.items())
+    build_s = sum(costs.build_s(t) * len(ks) for t, ks in engines.items())
     return {"engines": {t: len(ks) for t, ks in engines.items()}, "board_hours": (run_s + build_s) / 3600.0}
 
 
 def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
-    cfg = cmp.ctx.cfg
-    costs = OmegaConf.to_container(cfg.platform.get("board_costs") or OmegaConf.create(DEFAULT_BOARD_COSTS))
-    b = cfg.benchmark
+    ms = cmp.ctx.measure_settings
+    frames = ms.sample_size + (ms.warmup or 0)
     base_g = results.get("Base(G)")
     base_runs = (base_g or {}).get("confirmed") or []
     base_fps = (float(np.mean(base_runs)) if base_runs
@@ -58,14 +56,14 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
     rows = []
     for method, r in results.items():
         m = r["measurement"]
-        cost = method_cost(r["asked"], cmp.space, int(b.sample_size), int(b.warmup), costs)
+        cost = method_cost(r["asked"], cmp.space, frames, cmp.ctx.platform.board_costs)
         c = m.config if m is not None else None
         fps = float(m.fps) if m is not None and m.ok else 0.0
         curve = anytime(r["asked"])
         extra = r["extra"]
         runs = r.get("confirmed") or []
         rows.append({
-            "method": method, "status": "ok" if fps > 0 else "failed", "fps": fps,
+            "method": method, "status": "ok" if fps > 0 else (m.status if m is not None else "error"), "fps": fps,
             "fps_confirmed": float(np.mean(runs)) if runs else float("nan"),
             "fps_confirmed_std": float(np.std(runs)) if runs else float("nan"), "repeats": len(runs),
             "fps_runs_json": json.dumps(runs),
@@ -141,7 +139,7 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
     write_atomic(pa.Table.from_pandas(frame, preserve_index=False), run / "comparison.parquet")
     plot_fps(frame, run / "plots" / "compare_fps.png")
     plot_anytime(frame, run / "plots" / "compare_anytime.png")
-    cfg = cmp.ctx.cfg
+    ms, platform = cmp.ctx.measure_settings, cmp.ctx.platform
     ok = frame[frame["status"] != "skipped"]
     n = cmp.settings.repeats
     table = [{"Method": r["method"], "FPS": _r(r["fps"]), f"FPS ({n} runs)": _r(r["fps_confirmed"]),
@@ -155,8 +153,8 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
               "Board h (est.)": _r(r["board_hours"], 2), "Option": r["option"], "Cuts": r["cuts"] or "-",
               "Streams": r["streams"], "Buf.": int(r["buffers"]), "Pre/Post": f"{int(r['pre_threads'])}/{int(r['post_threads'])}"}
              for _, r in ok.iterrows()]
-    lines = [f"# Exploration methods: {cfg.benchmark.name} on {cfg.platform.name} ({str(cfg.precision).upper()}, "
-             f"batch {cfg.batch}, {cfg.benchmark.input_size}x{cfg.benchmark.input_size})", "",
+    lines = [f"# Exploration methods: {ms.benchmark} on {platform.name} ({ms.precision.upper()}, "
+             f"batch {ms.batch}, {ms.input_size}x{ms.input_size})", "",
              markdown_table(table),
              f"FPS: the single measurement the method chose its answer by; FPS ({n} runs): mean and standard "
              f"deviation of {n} fresh re-runs of that answer (a method that measured many noisy points tends to "
@@ -168,10 +166,14 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
              "budget a method is given; 'never': it did not get there). "
              "Engines: distinct engines those configurations need, per PE type. Board hours: what a real board "
              "would spend on this method alone (runs + engine builds).", ""]
+    if "Exhaustive" in results:
+        lines.append(f"- Exhaustive: {results['Exhaustive']['extra']['coverage']}, each fine-tuned like the proposed "
+                     "method's answer")
     for method, why in skipped.items():
         lines.append(f"- {method}: skipped ({why})")
-    for _, r in frame[frame["status"] == "failed"].iterrows():
-        lines.append(f"- {r['method']}: the board refused its answer ({r['reason']})")
+    for _, r in frame[frame["status"].isin(["refused", "error"])].iterrows():
+        what = "refused" if r["status"] == "refused" else "could not measure (error)"
+        lines.append(f"- {r['method']}: the board {what} its answer ({r['reason']})")
     prof = results.get("Profiled")
     if prof and prof["extra"].get("estimates"):
         e = prof["extra"]

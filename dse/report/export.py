@@ -53,12 +53,12 @@ def stage_devices(config: Configuration, platform) -> list[dict]:
                        f"{config.n_stages} (cuts {list(config.cuts)})")
     out = []
     for spec in option.stages:
-        pe_type = getattr(spec, "pe_type", "")
-        if pe_type not in ("gpu", "dla"):
-            raise DseError(f"platform {platform.name} runs stages on {pe_type or 'CPU core groups'}: "
-                           "JEDI/trtexec exports need a GPU/DLA platform (xavier-agx, orin-agx or their -sim twins)")
-        out.append({"device": pe_type.upper(), "dla_core": spec.core if pe_type == "dla" else None,
-                    "pnd": bool(spec.pnd)})
+        if spec.pe_type not in ("gpu", "dla") or spec.interleaved:
+            raise DseError(f"platform {platform.name} runs option {config.option} stages on {spec.label()}: "
+                           "JEDI/trtexec exports need GPU/DLA pipeline stages (xavier-agx, orin-agx or their -sim twins)")
+        out.append({"device": spec.pe_type.upper(),
+                    "dla_core": platform.pes[spec.pes[0]].core if spec.pe_type == "dla" else None,
+                    "pnd": spec.pnd})
     return out
 
 

@@ -5,10 +5,6 @@ import json
 
 import pandas as pd
 
-# Board-time estimate when the measurements came from the sim: what a real board would have spent.
-DEFAULT_BOARD_COSTS = {"engine_build_s": {"GPU": 135.0, "DLA": 45.0, "CPU": 5.0}, "run_overhead_s": 10.0}
-
-
 def proposed_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The proposed method's measurements: the comparison's methods label their phases '<method>/<phase>'."""
     return frame[~frame["phase"].str.contains("/", regex=False)]
@@ -28,16 +24,19 @@ def engines_built(frame: pd.DataFrame) -> dict[str, int]:
     return total
 
 
-def board_hours(frame: pd.DataFrame, sample_size: int, warmup: int, costs: dict | None = None) -> float:
-    """Board time: real seconds (measure + build) when a real backend measured; for the sim, an estimate of
-    what a real board would spend (frames / FPS + start-up per measurement, plus every engine build)."""
+def board_hours(frame: pd.DataFrame, frames: int, costs) -> float:
+    """Board time: real seconds (measure + build) when a real backend measured; for the sim, what a real board
+    would spend (``costs``: ``dse.platform.BoardCosts``): ``frames`` at the measured FPS plus a start-up per
+    measurement, and the build seconds the sim charged for every new engine."""
     if len(frame) and (frame["backend"] != "sim").all():
         return float((frame["measure_s"] + frame["build_s"]).sum()) / 3600.0
-    costs = {**DEFAULT_BOARD_COSTS, **(costs or {})}
-    fps = frame["fps"].where(frame["fps"] > 0)
-    run_s = ((sample_size + warmup) / fps).fillna(0.0) + costs["run_overhead_s"]
-    build_s = sum(costs["engine_build_s"].get(pe, 60.0) * n for pe, n in engines_built(frame).items())
-    return float(run_s.sum() + build_s) / 3600.0
+    run_s = sum(costs.run_s(frames, float(fps)) for fps in frame["fps"])
+    return float(run_s + frame["build_s"].sum()) / 3600.0
+
+
+def errors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Measurements that failed for a reason that may pass (the next run tries them again)."""
+    return frame[frame["status"].isin(["error", "failed"])]
 
 
 def best_row(best: dict) -> dict:
@@ -51,15 +50,17 @@ def best_row(best: dict) -> dict:
     }
 
 
-def cost_row(frame: pd.DataFrame, sample_size: int, warmup: int, costs: dict | None = None) -> dict:
+def cost_row(frame: pd.DataFrame, frames: int, costs) -> dict:
     built = engines_built(frame)
     return {
         "Tuples measured": unique_tuples(frame),
         "Measurements": int(len(frame)),
+        "Refused": int((frame["status"] == "refused").sum()),
+        "Errors": int(len(errors(frame))),
         "Param. points": int((frame["phase"] == "finetune").sum()),
         "Engines built GPU": built.get("GPU", 0), "Engines built DLA": built.get("DLA", 0),
         "Engines built CPU": built.get("CPU", 0),
-        "Board hours (est.)": round(board_hours(frame, sample_size, warmup, costs), 2),
+        "Board hours (est.)": round(board_hours(frame, frames, costs), 2),
     }
 
 

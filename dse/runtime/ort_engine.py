@@ -13,17 +13,8 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+from dse.runtime.cpu_groups import core_group_name
 from dse.runtime.engine import ThreadedContext, pin_current_thread
-
-
-def core_group_name(cores: Sequence[int]) -> str:
-    """PE name of a core group: (0,) -> 'CPU0', (0,1,2) -> 'CPU0-2', (0,2) -> 'CPU0,2'."""
-    cores = sorted(int(c) for c in cores)
-    if len(cores) == 1:
-        return f"CPU{cores[0]}"
-    if cores == list(range(cores[0], cores[-1] + 1)):
-        return f"CPU{cores[0]}-{cores[-1]}"
-    return "CPU" + ",".join(str(c) for c in cores)
 
 
 def make_session_options(threads: int, spinning: bool = False):

@@ -335,8 +335,3 @@ def _describe(exc: BaseException) -> str:
         last = tb[-1]
         text += " (at %s:%d)" % (last.filename.rsplit("/", 1)[-1], last.lineno)
     return text
-
-
-def run_pipeline(stages: Sequence[StagePlan], preprocess, postprocess, **kwargs) -> RunResult:
-    """Convenience: ``Pipeline(...).run()``."""
-    return Pipeline(stages, preprocess, postprocess, **kwargs).run()

@@ -18,7 +18,7 @@ from dse.measurement import Measurement
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.probe import Probe, as_probe
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 
 DLA_ONLY = "DLA"            # single-DLA-stage option name (GPU fallback inside the stage)
 INTERLEAVED = "IL"          # interleaved option name: one stage whose streams alternate over the PEs
@@ -53,7 +53,7 @@ def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
 
     Maxima: the maximizer's pre/post threads and buffers, and ``bounds['streams']`` contexts per PE."""
     streams = max(n_pes, int(bounds["streams"]) * n_pes)
-    streams = min(streams, settings.max_streams * (2 if space.stages(INTERLEAVED)[0] == "PND" else 1))
+    streams = min(streams, settings.max_streams * stage_width(space.stages(INTERLEAVED)[0]))
     streams = max(streams, n_pes)
     start = base.with_(option=INTERLEAVED, cuts=(), streams=(streams,), pre_threads=int(bounds["pre"]),
                        post_threads=int(bounds["post"]),

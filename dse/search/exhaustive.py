@@ -58,13 +58,22 @@ class ExhaustiveResult:
     plan_sizes: dict[str, int]
     best_start: Configuration
     tuned: FinetuneResult
+    left_out: tuple[str, ...] = ()        # options whose tuples were not swept (too many cuts or over the cap)
 
     @property
     def fps(self) -> float:
         return self.tuned.fps
 
+    @property
+    def coverage(self) -> str:
+        """What the sweep covered, in words: a reference is only as exhaustive as this says."""
+        swept = ", ".join(sorted(self.plan_sizes))
+        text = f"every feasible cut tuple of {swept} ({sum(self.plan_sizes.values())} tuples)"
+        return text + (f"; not swept: {', '.join(self.left_out)}" if self.left_out else "")
+
     def to_dict(self) -> dict:
-        return {"tuples": self.plan_sizes, "best_start": self.best_start.to_dict(), "fps": self.fps}
+        return {"tuples": self.plan_sizes, "left_out": list(self.left_out), "coverage": self.coverage,
+                "best_start": self.best_start.to_dict(), "fps": self.fps}
 
 
 def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
@@ -82,4 +91,5 @@ def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
             if fps > best_fps:
                 best_cfg, best_fps = cfg, fps
     tuned = finetune(space, probe, best_cfg, settings)
-    return ExhaustiveResult({o: len(t) for o, t in plan.items()}, best_cfg, tuned)
+    return ExhaustiveResult({o: len(t) for o, t in plan.items()}, best_cfg, tuned,
+                            tuple(o for o in options if o not in plan))

@@ -15,7 +15,7 @@ from dse.configuration import Configuration
 from dse.measurement import Measurement
 from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 
 PHASE = "finetune"
 
@@ -65,7 +65,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     stream_names = [f"s{i}" for i in range(len(types))]
     caps = {"pre": settings.max_pre, "post": settings.max_post, "buffers": settings.max_buffers}
     for i, t in enumerate(types):
-        caps[f"s{i}"] = settings.max_streams * (2 if t == "PND" else 1)
+        caps[f"s{i}"] = settings.max_streams * stage_width(t)
 
     cur = config.with_(buffers=max(config.buffers, _others_max(config)))
     m_cur = tracker.measure(cur, "start")

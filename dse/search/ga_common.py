@@ -17,7 +17,7 @@ from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.search.probe import score
 from dse.search.settings import SearchSettings
-from dse.search.space import SearchSpace
+from dse.search.space import SearchSpace, stage_width
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,11 @@ def deap_types():
 
 
 def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSettings, main_pe: str) -> int:
-    """Largest stream count the GAs try for a stage: the maximizer's for the main PE, 2x/4x the DLA default."""
+    """Largest stream count the GAs try for a stage: the maximizer's for the main PE, twice the DLA default per
+    PE of any other stage."""
     if stage_type == main_pe:
         return max(1, int(bounds["streams"]))
-    if stage_type == "PND":
-        return 4 * settings.dla_streams
-    return 2 * settings.dla_streams
+    return 2 * settings.dla_streams * stage_width(stage_type)
 
 
 @dataclass
@@ -185,7 +184,3 @@ def repair_cuts(space: SearchSpace, wanted: Sequence[int], n: int, budget: int =
         return None
 
     return dfs(())
-
-
-def ga_rng(settings: GASettings, salt: str) -> random.Random:
-    return random.Random(f"{settings.seed}:{salt}")

@@ -16,7 +16,7 @@ from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, repai
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 
 PHASE = "comprehensive-ga"
 
@@ -46,7 +46,7 @@ def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg:
             return None
         raw = ind[1 + m_cuts: 1 + m_cuts + len(types)]
         streams = [min(int(s), stream_cap(t, bounds, settings, space.main_pe)) for s, t in zip(raw, types)]
-        streams = [max(s, 2) if t == "PND" else s for s, t in zip(streams, types)]
+        streams = [max(s, stage_width(t)) for s, t in zip(streams, types)]
         buffers, pre, post = ind[-3:]
         return make_config(base_cfg, option, cuts, streams, pre=pre, post=post, buffers=buffers)
 

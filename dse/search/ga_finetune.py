@@ -12,7 +12,7 @@ from dse.configuration import Configuration
 from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, run_ga
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 
 PHASE = "finetune-ga"
 
@@ -25,8 +25,8 @@ def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configu
                 ga: GASettings) -> GAResult:
     probe = as_probe(evaluator)
     types: Sequence[str] = space.stages(start.option)
-    stream_caps = [settings.max_streams * (2 if t == "PND" else 1) for t in types]
-    lows = [1, 1, 1] + [2 if t == "PND" else 1 for t in types]
+    stream_caps = [settings.max_streams * stage_width(t) for t in types]
+    lows = [1, 1, 1] + [stage_width(t) for t in types]
     highs = [settings.max_pre, settings.max_post, settings.max_buffers] + stream_caps
     seen: dict[str, tuple[Configuration, float]] = {}
     evaluations = [0]

@@ -24,7 +24,7 @@ from dse.search.ga_common import GASettings, deap_types, repair_cuts, run_ga
 from dse.search.params import search_config
 from dse.search.probe import Probe, as_probe
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 from dse.search.streams import stream_tuple
 
 PHASE = "profiled-ga"
@@ -52,7 +52,7 @@ def stage_estimates_ms(profile: Sequence[float], cuts: Sequence[int], types: Seq
     out = []
     for k, t in enumerate(types):
         gpu = float(sum(profile[bounds[k] + 1: bounds[k + 1] + 1]))
-        out.append(gpu * (dla_ratio if t == "DLA" else dla_ratio / 2 if t == "PND" else 1.0))
+        out.append(gpu * (dla_ratio / stage_width(t) if t in ("DLA", "PND") else 1.0))
     return out
 
 

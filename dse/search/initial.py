@@ -14,7 +14,7 @@ from typing import Sequence
 
 from dse.errors import DseError
 from dse.search.settings import SearchSettings
-from dse.search.space import SearchSpace
+from dse.search.space import SearchSpace, stage_width
 
 _RANDOM_TRIES = 2000
 _SCAN_LIMIT = 200_000
@@ -50,10 +50,8 @@ def random_tuple(space: SearchSpace, option: str, rng: random.Random) -> tuple[i
 def stage_slowdown(stage_type: str, main_pe: str, dla_ratio: float, cpu_ratio: float) -> float:
     if stage_type == main_pe:
         return 1.0
-    if stage_type == "DLA":
-        return dla_ratio
-    if stage_type == "PND":
-        return dla_ratio / 2
+    if stage_type in ("DLA", "PND"):
+        return dla_ratio / stage_width(stage_type)
     return cpu_ratio
 
 

@@ -1,18 +1,22 @@
-"""The proposed optimization process end to end (thesis Fig. 3.6), and its phases for workflow rules.
+"""The proposed optimization process (thesis Fig. 3.6) as phases, and ``run_search`` chaining them.
 
-maximize (option E) -> global-only exploration of every mapping option -> full exploration of the best
-option and of every option within ``refine_within`` of it (skipped for single-stage options) -> the best
-of those -> fine-tune. Each phase is a function a Snakemake rule can call on its own (one job per option
-for the global phase); ``run_search`` chains them in one process sharing one memo, so nothing is asked
-for twice.
+maximize (Base(G), then the parameter maximizer on the main-PE-only option) -> global-only exploration of
+every mapping option (one call per option) -> selection of the best option and of the shortlist within
+``refine_within`` of it -> full exploration of the shortlist, the best of it wins -> fine-tuning.
+
+These functions are the only implementation: each Snakemake rule calls one of them (``dse.workflow.phases``
+reads its inputs and writes its result), and ``run_search`` (what ``bench/`` measures) chains the same calls
+in one process. Both paths measure the same configurations and find the same best one (tests check it).
+A phase with no successful measurement to build on fails, naming why, instead of handing 0 FPS on.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from dse.configuration import Configuration
 from dse.errors import DseError
+from dse.search.baselines import base_g_config
 from dse.search.explorer import OptionResult, explore_option
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.maximizer import MaximizeResult, maximize
@@ -21,21 +25,120 @@ from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
 
+def maximize_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
+                   settings: SearchSettings) -> MaximizeResult:
+    """Base(G) (the whole network on the main PE, one context, no overlap: the baseline every gain is
+    measured against), then the maximizer's parameter bounds on the main-PE-only option."""
+    probe = as_probe(evaluator)
+    probe.measure(base_g_config(base, space), "baseline", strategy="Base(G)")
+    result = maximize(probe, base, settings, space.main_only_option())
+    if not result.best.ok:
+        raise DseError(f"the maximizer measured nothing on option {space.main_only_option()} (the whole network on "
+                       f"{space.main_pe}): {result.best.status}: {result.best.reason}")
+    return result
+
+
+def explore_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+                  settings: SearchSettings, option: str, initial: Sequence[int] | None = None) -> OptionResult:
+    """Global-only exploration of one mapping option (the phase that picks the option); ``initial`` reuses the
+    cuts of an earlier run (then K = 1)."""
+    space.stages(option)  # an unknown option fails here, naming the valid ones
+    return explore_option(space, as_probe(evaluator), option, bounds, settings, "global", initial, base=base)
+
+
+def select_option(option_fps: Mapping[str, float], space: SearchSpace) -> str:
+    """The mapping option with the highest FPS; on a tie the one with fewer stages (fewer engines and PEs for
+    the same speed), then the first listed."""
+    if not option_fps:
+        raise DseError("no mapping option was explored, so none can be selected")
+    order = list(option_fps)
+    return min(order, key=lambda o: (-float(option_fps[o]), len(space.stages(o)), order.index(o)))
+
+
+@dataclass
+class Selection:
+    """The option the global phase picked and the shortlist the full search refines (best first)."""
+
+    selected: str
+    shortlist: list[str]
+    option_fps: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {"selected": self.selected, "shortlist": list(self.shortlist), "option_fps": dict(self.option_fps)}
+
+
+def select_phase(space: SearchSpace, option_fps: Mapping[str, float], settings: SearchSettings) -> Selection:
+    """The best option after the global phase, and every other within ``settings.refine_within`` of it."""
+    fps = {o: float(v) for o, v in option_fps.items()}
+    first = select_option(fps, space)
+    if fps[first] <= 0:
+        raise DseError("no mapping option ran a single configuration (every measurement was refused or failed); "
+                       "see the reasons in the run's cache/*.parquet")
+    rest = sorted((o for o in fps if o != first and fps[o] >= (1 - settings.refine_within) * fps[first]),
+                  key=lambda o: -fps[o])
+    return Selection(first, [first, *rest], fps)
+
+
+@dataclass
+class Refined:
+    """The full searches of the shortlist and the option whose best configuration won."""
+
+    selected: str
+    results: dict[str, OptionResult]
+
+    @property
+    def best(self) -> OptionResult:
+        return self.results[self.selected]
+
+    def to_dict(self) -> dict:
+        return {**self.best.to_dict(), "selected": self.selected,
+                "refined": {o: r.fps for o, r in self.results.items()}}
+
+
+def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+                 settings: SearchSettings, shortlist: Sequence[str],
+                 initial: Mapping[str, Sequence[int]] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Refined:
+    """Full exploration (global + local) of each shortlisted option; a single-stage option has no cuts, so its
+    global result (already measured) is all there is. The best of them wins (same tie-break as the selection)."""
+    probe, initial = as_probe(evaluator), dict(initial or {})
+    results = {}
+    for option in shortlist:
+        if progress:
+            progress(f"full search, option {option}")
+        mode = "full" if space.n_cuts(option) else "global"
+        results[option] = explore_option(space, probe, option, bounds, settings, mode, initial.get(option), base=base)
+    selected = select_option({o: r.fps for o, r in results.items()}, space)
+    if results[selected].fps <= 0:
+        raise DseError(f"the full search of {', '.join(shortlist)} found no configuration that runs: "
+                       f"{results[selected].best.status}: {results[selected].best.reason}")
+    return Refined(selected, results)
+
+
+def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration,
+                   settings: SearchSettings) -> FinetuneResult:
+    """The three-step fine-tuner on the search's best configuration."""
+    return finetune(space, as_probe(evaluator), start, settings)
+
+
 @dataclass
 class SearchResult:
     maximize: MaximizeResult
     options: dict[str, OptionResult]
-    selected: str
-    full: OptionResult | None
+    selection: Selection
+    refined: Refined
     finetune: FinetuneResult
-    measured: int                    # configurations newly measured by this run's evaluator calls
+    measured: int                    # configurations newly asked for by this run
     settings: SearchSettings | None = None
-    refined: dict[str, OptionResult] = field(default_factory=dict)   # full searches of the shortlist
+
+    @property
+    def selected(self) -> str:
+        return self.refined.selected
 
     @property
     def unique_tuples(self) -> int:
         """Cut tuples measured (global phase of all options + the full searches), each counted once (Table 3.4)."""
-        return unique_tuples([*self.options.values(), *self.refined.values()])
+        return unique_tuples([*self.options.values(), *self.refined.results.values()])
 
     @property
     def param_points(self) -> int:
@@ -50,8 +153,7 @@ class SearchResult:
             "option_fps": {o: r.fps for o, r in self.options.items()},
             "maximize": self.maximize.to_dict(),
             "options": {o: r.to_dict() for o, r in self.options.items()},
-            "full": self.full.to_dict() if self.full else None,
-            "refined": {o: r.fps for o, r in self.refined.items()},
+            "selection": self.selection.to_dict(), "search": self.refined.to_dict(),
             "finetune": self.finetune.to_dict(),
         }
 
@@ -65,80 +167,24 @@ def unique_tuples(results: Iterable[OptionResult | Mapping]) -> int:
     return len(seen)
 
 
-def select_option(option_fps: Mapping[str, float | OptionResult]) -> str:
-    """The mapping option with the highest FPS; on a tie the one with fewer stages (fewer engines and
-    PEs for the same speed), then the first listed."""
-    if not option_fps:
-        raise DseError("no mapping option was explored, so none can be selected")
-    order = list(option_fps)
-
-    def key(o: str):
-        v = option_fps[o]
-        fps = v.fps if isinstance(v, OptionResult) else float(v)
-        stages = v.best_config.n_stages if isinstance(v, OptionResult) else 0
-        return (-fps, stages, order.index(o))
-    return min(order, key=key)
-
-
-def shortlist(option_fps: Mapping[str, float | OptionResult], within: float) -> list[str]:
-    """The options worth a full search: the selected one first, then every other whose global-phase FPS
-    is within ``within`` (a fraction) of it, best first."""
-    def fps(o: str) -> float:
-        v = option_fps[o]
-        return v.fps if isinstance(v, OptionResult) else float(v)
-
-    first = select_option(option_fps)
-    rest = sorted((o for o in option_fps if o != first and fps(o) >= (1 - within) * fps(first)),
-                  key=lambda o: -fps(o))
-    return [first, *rest]
-
-
-def explore_options(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
-                    bounds: Mapping[str, int], settings: SearchSettings, options: Sequence[str] | None = None,
-                    initial: Mapping[str, Sequence[int]] | None = None,
-                    progress: Callable[[str], None] | None = None) -> dict[str, OptionResult]:
-    """Global-only exploration of each option (the phase that picks the mapping option)."""
-    probe, initial = as_probe(evaluator), dict(initial or {})
-    out = {}
-    for option in options or settings.options or space.options:
-        if progress:
-            progress(f"global search, option {option}")
-        out[option] = explore_option(space, probe, option, bounds, settings, "global", initial.get(option),
-                                     base=base)
-    return out
-
-
-def refine(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
-           bounds: Mapping[str, int], settings: SearchSettings, initial: Mapping[str, Sequence[int]] | None = None,
-           progress: Callable[[str], None] | None = None) -> dict[str, OptionResult]:
-    """Full exploration (global + local) of each shortlisted option; a single-stage option has no cuts,
-    so its global result (already measured) is all there is."""
-    probe, initial = as_probe(evaluator), dict(initial or {})
-    out = {}
-    for option in options:
-        if progress:
-            progress(f"full search, option {option}")
-        mode = "full" if space.n_cuts(option) else "global"
-        out[option] = explore_option(space, probe, option, bounds, settings, mode, initial.get(option), base=base)
-    return out
-
-
 def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, settings: SearchSettings,
                *, options: Sequence[str] | None = None, initial: Mapping[str, Sequence[int]] | None = None,
                progress: Callable[[str], None] | None = None) -> SearchResult:
-    """The whole process in one go; ``initial`` (option -> cuts) re-explores from reused tuples with K = 1."""
-    probe = as_probe(evaluator)
+    """Every phase in one process, sharing one memo; ``initial`` (option -> cuts) re-explores from reused
+    tuples with K = 1."""
+    probe, initial = as_probe(evaluator), dict(initial or {})
     before = probe.measured
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")
-    mx = maximize(probe, base, settings, space.main_only_option())
-    results = explore_options(space, probe, base, mx.bounds, settings, options, initial, progress)
-    refined = refine(space, probe, base, shortlist(results, settings.refine_within), mx.bounds, settings, initial,
-                     progress)
-    selected = select_option(refined)
+    mx = maximize_phase(space, probe, base, settings)
+    results = {}
+    for option in options or settings.options or space.options:
+        if progress:
+            progress(f"global search, option {option}")
+        results[option] = explore_phase(space, probe, base, mx.bounds, settings, option, initial.get(option))
+    selection = select_phase(space, {o: r.fps for o, r in results.items()}, settings)
+    refined = search_phase(space, probe, base, mx.bounds, settings, selection.shortlist, initial, progress)
     if progress:
         progress("fine-tuning")
-    tuned = finetune(space, probe, refined[selected].best_config, settings)
-    full = {o: r for o, r in refined.items() if space.n_cuts(o)}
-    return SearchResult(mx, results, selected, full.get(selected), tuned, measured=probe.measured - before,
-                        settings=settings, refined=full)
+    tuned = finetune_phase(space, probe, refined.best.best_config, settings)
+    return SearchResult(mx, results, selection, refined, tuned, measured=probe.measured - before, settings=settings)

@@ -1,13 +1,11 @@
 """The strategies' window on the evaluator: memoized asks, counts and a trajectory.
 
 ``Probe`` wraps an ``Evaluator`` for a whole search run so a strategy never asks for the same
-configuration twice (even if the evaluator had no cache) and counts what was newly measured per
-phase. ``Tracker`` is one exploration's view of it: which cut tuples and configurations this
+configuration twice (even if the evaluator had no cache) and counts what it asked for. ``Tracker`` is one exploration's view of it: which cut tuples and configurations this
 exploration looked at, and its (step, fps, cuts) trajectory for plots.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import NamedTuple
 
 from dse.configuration import Configuration
@@ -29,15 +27,14 @@ class Probe:
         self.evaluator = evaluator
         self.strategy = strategy
         self._memo: dict[str, Measurement] = {}
-        self.new_by_phase: Counter[str] = Counter()
 
-    def measure(self, config: Configuration, phase: str) -> Measurement:
+    def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
+        """``strategy`` labels the row when it is not this probe's (the Base(G) baseline of the maximize phase)."""
         key = config.hash
         m = self._memo.get(key)
         if m is None:
-            m = self.evaluator.evaluate(config, phase=phase, strategy=self.strategy)
+            m = self.evaluator.evaluate(config, phase=phase, strategy=strategy or self.strategy)
             self._memo[key] = m
-            self.new_by_phase[phase] += 1
         return m
 
     @property

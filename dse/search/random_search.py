@@ -17,7 +17,7 @@ from dse.search.initial import random_tuple
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import Evaluator, SearchSpace, stage_width
 
 PHASE = "random"
 
@@ -49,7 +49,7 @@ def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         option = rng.choice(options)
         types = space.stages(option)
         cuts = random_tuple(space, option, rng)
-        streams = [rng.randint(2 if t == "PND" else 1, stream_cap(t, bounds, settings, space.main_pe)) for t in types]
+        streams = [rng.randint(stage_width(t), stream_cap(t, bounds, settings, space.main_pe)) for t in types]
         cfg = make_config(base, option, cuts, streams, pre=rng.randint(1, bounds["pre"]),
                           post=rng.randint(1, bounds["post"]), buffers=rng.randint(1, bounds["buffers"]))
         if cfg.hash in asked:

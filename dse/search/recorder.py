@@ -27,26 +27,11 @@ class RecordingProbe(Probe):
         self.phase_prefix = phase_prefix  # rows get "<prefix>/<phase>": no method's rows pass for another's
         self.asked: list[tuple[str, Measurement]] = []   # (phase, measurement), first ask of each config
 
-    def measure(self, config: Configuration, phase: str) -> Measurement:
+    def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
         new = config.hash not in self._memo
         if self.phase_prefix:
             phase = f"{self.phase_prefix}/{phase}"
-        m = super().measure(config, phase)
+        m = super().measure(config, phase, strategy)
         if new:
             self.asked.append((phase, m))
         return m
-
-    def anytime(self) -> list[float]:
-        """Best FPS after each distinct configuration asked for (the anytime curve)."""
-        return anytime(self.asked)
-
-    def best(self) -> Measurement | None:
-        ok = [m for _, m in self.asked if m.ok]
-        return max(ok, key=lambda m: m.fps) if ok else None
-
-    def points(self, phases: tuple[str, ...] | None = None) -> int:
-        """Distinct configurations asked for (in the given unprefixed phases, or all)."""
-        if phases is None:
-            return len(self.asked)
-        wanted = {f"{self.phase_prefix}/{p}" if self.phase_prefix else p for p in phases}
-        return sum(1 for ph, _ in self.asked if ph in wanted)

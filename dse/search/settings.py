@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Mapping
 
 from dse.errors import DseError, choices_error
@@ -44,9 +45,17 @@ class SearchSettings:
     # maximizer's bound everywhere, as in the thesis)
     pipeline_buffers: bool = True
     options: tuple[str, ...] = ()    # mapping options to explore; empty = all of the platform
+    # a finished run directory whose per-option best cuts seed this search (K = 1: thesis Tables 3.8/3.9);
+    # read by the workflow, never by a strategy
+    reuse_from: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(str(o) for o in (self.options or ())))
+        if self.reuse_from is not None:
+            object.__setattr__(self, "reuse_from", str(self.reuse_from))
+            if not (Path(self.reuse_from) / "options").is_dir():
+                raise DseError(f"reuse_from={self.reuse_from!r} is not a finished run directory (it has no "
+                               f"options/ with per-option results)")
         if self.initial not in INITIAL_MODES:
             raise choices_error("search.initial", self.initial, INITIAL_MODES)
         for name in ("top_k", "min_local_searches", "max_pre", "max_post", "max_buffers", "max_streams",

@@ -15,6 +15,13 @@ from dse.measurement import Measurement
 STAGE_TYPES = ("GPU", "DLA", "PND", "CPU")
 
 
+def stage_width(stage_type: str) -> int:
+    """PEs a stage of this type keeps busy: a PND stage runs its engine on two PEs, so it needs at least two
+    streams, may have twice a single PE's streams, and takes half the time of one PE. The one place for
+    that rule: every strategy scales by it."""
+    return 2 if stage_type == "PND" else 1
+
+
 class Evaluator(Protocol):
     """Measures one configuration; implementations cache by ``config.hash`` (never measure twice)."""
 
@@ -58,10 +65,6 @@ class SearchSpace:
     def n_cuts(self, option: str) -> int:
         return len(self.stages(option)) - 1
 
-    def main_stages(self, option: str) -> list[int]:
-        """Indices of the stages that run on the main PE (GPU stages on a Jetson)."""
-        return [i for i, t in enumerate(self.stages(option)) if t == self.main_pe]
-
     def main_only_option(self) -> str:
         """The option that runs the whole network on the main PE (E on Xavier): the maximizer's option."""
         for option, types in self.stage_pe_types.items():
@@ -69,6 +72,23 @@ class SearchSpace:
                 return option
         raise DseError(f"no mapping option runs the whole network on {self.main_pe}; options: "
                        f"{', '.join(f'{o}={t}' for o, t in self.stage_pe_types.items())}")
+
+    @classmethod
+    def for_backend(cls, analysis, backend) -> "SearchSpace":
+        """The network's cut structure and the backend's platform options, with the backend's per-layer GPU
+        profile where it declares one (strategies that want it call it; nothing else sees the backend)."""
+        from dse.backends.base import GPU_LAYER_PROFILE, supports
+
+        platform = backend.platform
+        profile = None
+        if supports(backend, GPU_LAYER_PROFILE):
+            s = backend.settings
+
+            def profile() -> list[float]:
+                return backend.gpu_layer_profile(s.precision, s.batch)
+        return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
+                   check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=platform.stage_kinds(),
+                   main_pe=platform.main_kind, gpu_layer_profile=profile)
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""

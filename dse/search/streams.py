@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from dse.search.space import stage_width
+
 
 def stream_tuple(stage_types: Sequence[str], main_streams: int, *, dla_streams: int = 2,
                  main_pe: str = "GPU") -> tuple[int, ...]:
@@ -17,10 +19,8 @@ def stream_tuple(stage_types: Sequence[str], main_streams: int, *, dla_streams: 
     for t in stage_types:
         if t == main_pe:
             out.append(share)
-        elif t == "DLA":
-            out.append(dla_streams)
-        elif t == "PND":
-            out.append(2 * dla_streams)
+        elif t in ("DLA", "PND"):
+            out.append(dla_streams * stage_width(t))
         else:
             out.append(1)
     return tuple(out)

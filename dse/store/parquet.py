@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from dse.errors import DseError
 from dse.store.atomic import write_bytes_atomic
-from dse.store.schema import SCHEMA
+from dse.store.schema import COLUMN_DEFAULTS, LEGACY_STATUS, SCHEMA
 
 
 def _table(rows: list[dict] | pd.DataFrame, schema: pa.Schema = SCHEMA) -> pa.Table:
@@ -40,10 +40,14 @@ def _read_table(path: Path) -> pa.Table:
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A table in the schema's columns and types; columns a file from an older version lacks are null."""
+    """A table in the schema's columns and types; columns a file from an older version lacks get their
+    default (``COLUMN_DEFAULTS``) or null."""
     for f in schema:
         if f.name not in table.column_names:
-            table = table.append_column(f.name, pa.nulls(len(table), f.type))
+            default = COLUMN_DEFAULTS.get(f.name)
+            column = (pa.nulls(len(table), f.type) if default is None
+                      else pa.array([default] * len(table), type=f.type))
+            table = table.append_column(f.name, column)
     return table.select(schema.names).cast(schema)
 
 
@@ -69,13 +73,16 @@ def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Pa
 
 
 def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHEMA,
-          dedupe_on: str | None = "config_hash", context: str | None = None) -> pd.DataFrame:
-    """Combine per-job files into one (first occurrence of a configuration wins; with ``context``, only
-    that context's rows)."""
+          context: str | None = None) -> pd.DataFrame:
+    """Combine per-job files into one: the first replayable row of each (configuration, re-run index) and
+    every ``error`` row (kept for the record; a later successful try of the same configuration stays too).
+    With ``context``, only that context's rows."""
     frames = [read(p, schema, context) for p in inputs if Path(p).exists()]
     frames = [f for f in frames if len(f)]
     frame = pd.concat(frames, ignore_index=True) if frames else schema.empty_table().to_pandas()
-    if dedupe_on and len(frame):
-        frame = frame.drop_duplicates(subset=[dedupe_on], keep="first").reset_index(drop=True)
+    if len(frame):
+        errors = frame["status"].map(lambda s: LEGACY_STATUS.get(s, s)) == "error"
+        kept = frame[~errors].drop_duplicates(subset=["config_hash", "repeat"], keep="first")
+        frame = pd.concat([kept, frame[errors]]).sort_index().reset_index(drop=True)
     write_atomic(_table(frame, schema), output)
     return frame

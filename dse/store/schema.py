@@ -55,7 +55,11 @@ SCHEMA = pa.schema([
     # digest of what the measurement depends on besides its configuration (platform definition, sample
     # size, warm-up, seed): a cache never answers with a row of another context
     ("context", pa.string()),
+    # 0 = the measurement of the configuration; i > 0 = its i-th independent re-run (a comparison's confirmation)
+    ("repeat", pa.int32()),
 ])
+# what a file from an older version holds in a column it lacks
+COLUMN_DEFAULTS = {"repeat": 0, "context": ""}
 
 
 @lru_cache(maxsize=1)
@@ -72,7 +76,7 @@ def versions() -> dict:
     return out
 
 
-def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
+def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0, repeat: int = 0,
                     engines_built: dict | None = None, context: str = "") -> dict:
     c = m.config
     return {
@@ -114,7 +118,12 @@ def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
         "seed": int(seed),
         "versions_json": json.dumps(versions(), sort_keys=True),
         "context": context,
+        "repeat": int(repeat),
     }
+
+
+# files written before failures were told apart: a "failed" row may have been anything, so it is retried
+LEGACY_STATUS = {"failed": "error"}
 
 
 def row_to_measurement(row: dict) -> Measurement:
@@ -123,7 +132,7 @@ def row_to_measurement(row: dict) -> Measurement:
 
     return Measurement(
         config=Configuration.from_dict(json.loads(row["config_json"])),
-        status=row["status"], reason=row["reason"] or "", fps=row["fps"],
+        status=LEGACY_STATUS.get(row["status"], row["status"]), reason=row["reason"] or "", fps=row["fps"],
         latency_ms_p50=row["latency_ms_p50"], latency_ms_p99=row["latency_ms_p99"],
         util=json.loads(row["util_json"] or "{}"), cpu_util=row["cpu_util"], power_w=row["power_w"],
         energy_j_per_frame=row["energy_j_per_frame"], stage_ms=json.loads(row["stage_ms_json"] or "[]"),

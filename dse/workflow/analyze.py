@@ -3,21 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from dse.network import analyze_source
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
+from dse.workflow.plan import read_part
 
 
 def analyze_run(run: str | Path) -> dict:
     run = Path(run)
-    source = OmegaConf.to_container(OmegaConf.load(run / "config" / "model.yaml"))
-    analysis = analyze_source(source)
+    analysis = analyze_source(read_part(run, "model"))
     write_bytes_atomic(run / "model.onnx", analysis.model.SerializeToString())
-    frame = analysis.to_frame()
-    tmp = run / ".layers.parquet.tmp"
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(run / "layers.parquet")
+    write_bytes_atomic(run / "layers.parquet", analysis.to_frame().to_parquet(index=False))
     summary = analysis.summary()
     write_json_atomic(run / "cuts.json", summary)
     return summary

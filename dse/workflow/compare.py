@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 
 from dse.configuration import Configuration
 from dse.errors import DseError, choices_error
+from dse.platform import Platform
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.ga_common import GASettings
 from dse.search.recorder import RecordingProbe
@@ -50,6 +51,11 @@ class CompareSettings:
     exhaustive_cap: int = 3000
     exhaustive_max_cuts: int = 2
 
+    def to_dict(self) -> dict:
+        return {"methods": list(self.methods), "ga": self.ga.to_dict(), "finetune_ga": self.finetune_ga.to_dict(),
+                "profiled_ga": self.profiled_ga.to_dict(), "target": self.target, "repeats": self.repeats,
+                "exhaustive_cap": self.exhaustive_cap, "exhaustive_max_cuts": self.exhaustive_max_cuts}
+
     @classmethod
     def from_cfg(cls, node, seed: int = 0) -> "CompareSettings":
         d = OmegaConf.to_container(node, resolve=True) if node is not None and not isinstance(node, dict) else dict(node or {})
@@ -72,24 +78,24 @@ class CompareSettings:
                    exhaustive_max_cuts=int(d.get("exhaustive_max_cuts", out.exhaustive_max_cuts)))
 
 
-def baseline_options(platform_cfg: dict) -> dict:
-    """The platform's options plus the baseline-only ones its PEs allow (those it declares win)."""
-    from dse.platform import load_platform
+def with_baseline_options(platform: Platform) -> Platform:
+    """The platform plus the baseline-only options its PEs allow (those it declares win): a single DLA stage
+    for Base(D); a stage interleaving frames over the GPU and the DLAs, where the backend runs one."""
+    from dse.backends import capabilities_of
+    from dse.backends.base import INTERLEAVED as CAN_INTERLEAVE
+    from dse.platform import platform_from_dict
 
-    p = load_platform(platform_cfg)
+    dlas = platform.dla_pes()
     extra = {}
-    if p.dla_pes() and DLA_ONLY not in p.options:
-        extra[DLA_ONLY] = [{"pe_type": "DLA", "core": p.dla_pes()[0].core or 0}]
-    if p.dla_pes() and INTERLEAVED not in p.options and _sim_interleaves(p):
+    if dlas and DLA_ONLY not in platform.options:
+        extra[DLA_ONLY] = [{"pe_type": "DLA", "core": dlas[0].core or 0}]
+    if dlas and INTERLEAVED not in platform.options and CAN_INTERLEAVE in capabilities_of(platform.backend):
         extra[INTERLEAVED] = [{"pe_type": "GPU", "interleaved": True}]
-    return extra
-
-
-def _sim_interleaves(p) -> bool:
-    """Whether this platform loader and backend know the interleaved stage kind."""
-    from dse.platform import StageSpec
-
-    return p.backend == "sim" and "interleaved" in StageSpec.__dataclass_fields__
+    if not extra:
+        return platform
+    raw = dict(platform.raw)
+    raw["extra_options"] = {**(raw.get("extra_options") or {}), **extra}
+    return platform_from_dict(raw)
 
 
 class Comparison:
@@ -97,22 +103,11 @@ class Comparison:
 
     def __init__(self, run: str | Path, settings: CompareSettings | None = None):
         self.ctx = RunContext(Path(run))
-        cfg = self.ctx.cfg
-        self.settings = settings or CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
-        platform = OmegaConf.to_container(cfg.platform, resolve=True)
-        if str(platform.get("backend")) != "ort":
-            platform["options"] = {**platform["options"], **baseline_options(platform)}
-        self.platform_cfg = OmegaConf.create(platform)
-        from dse.backends import make_backend
+        self.settings = settings or CompareSettings.from_cfg(self.ctx.part("compare"))
+        self.backend = self.ctx.make_backend(with_baseline_options(self.ctx.platform))
+        from dse.search import SearchSpace
 
-        cfg2 = OmegaConf.merge(cfg, {"platform": self.platform_cfg})
-        self.backend = make_backend(cfg2, self.ctx.analysis)
-        from dse.workflow.phases import stage_pe_types
-
-        types = stage_pe_types(self.platform_cfg)
-        if INTERLEAVED in types:
-            types[INTERLEAVED] = ["PND"]   # one stage on several PEs (the strategies' multi-PE stage type)
-        self.space = replace(self.ctx.space, stage_pe_types=types)
+        self.space = SearchSpace.for_backend(self.ctx.analysis, self.backend)
         self.options = self.ctx.options()          # what the proposed method explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base
@@ -131,8 +126,11 @@ class Comparison:
         frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
         if frame is None:
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
-        frame = frame[frame["strategy"] == "proposed"].sort_values("timestamp")
-        return frame.drop_duplicates("config_hash").reset_index(drop=True)
+        frame = frame[frame["strategy"] == "proposed"]
+        # one row per configuration: its answer, or its error where no later try succeeded
+        retry = frame["status"].isin(["error", "failed"])
+        frame = frame.assign(_retry=retry).sort_values(["_retry", "timestamp"]).drop_duplicates("config_hash")
+        return frame.drop(columns="_retry").sort_values("timestamp").reset_index(drop=True)
 
 
 def _answer(method: str, m, asked, *, extra: dict | None = None) -> dict:
@@ -168,7 +166,9 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         return _answer(method, r.measurement, probe.asked, extra={"start": r.start.to_dict()})
     if method == "Profiled":
         ratio, how = _dla_ratio(cmp, results)
-        profile = cmp.backend.gpu_layer_profile(str(ctx.cfg.precision), int(ctx.cfg.batch))
+        if cmp.space.gpu_layer_profile is None:
+            raise _Skip(f"the {cmp.backend.name!r} backend gives no per-layer GPU profile")
+        profile = cmp.space.gpu_layer_profile()
         r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings, s.profiled_ga)
         extra = {**r.to_dict(), "ratio_from": how}
         # Table 3.11: estimate vs measurement for the Profiled mapping and the proposed method's mapping
@@ -192,11 +192,12 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
     if method == "Exhaustive":
         r = exhaustive_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings,
                               max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
-        return _answer(method, r.tuned.measurement, probe.asked, extra={"tuples": r.plan_sizes})
+        return _answer(method, r.tuned.measurement, probe.asked,
+                       extra={"tuples": r.plan_sizes, "coverage": r.coverage})
     if method == "Random":
         budget = len(cmp.proposed_rows())
         r = random_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
-                          seed=int(ctx.cfg.seed))
+                          seed=ctx.settings.seed)
         return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
     if method == "Proposed":
         rows = cmp.proposed_rows()
@@ -220,7 +221,7 @@ def _proposed_best(cmp: Comparison):
         return None
     best = OmegaConf.to_container(OmegaConf.load(path))
     cfg = Configuration.from_dict(best["config"])
-    return cmp.probe("Proposed").evaluator.cache.get(cfg.hash)
+    return cmp.probe("Proposed").evaluator.cache.get((cfg.hash, 0))
 
 
 def _proposed_mapping_points(cmp: Comparison) -> set:
@@ -266,22 +267,17 @@ def compare(run: str | Path, settings: CompareSettings | None = None) -> dict:
         except _Skip as why:
             skipped[method] = str(why)
             continue
-        results[method]["confirmed"] = confirm(cmp.backend, results[method]["measurement"], cmp.settings.repeats)
+        results[method]["confirmed"] = confirm(cmp, method, results[method]["measurement"])
     return write_comparison(cmp, results, skipped)
 
 
-def confirm(backend, m, repeats: int) -> list[float]:
+def confirm(cmp: Comparison, method: str, m) -> list[float]:
     """FPS of ``repeats`` fresh re-runs of a method's answer (thesis: the final configuration is run five
     times and averaged). A search keeps the luckiest of many noisy single runs; re-running removes that
-    bias, so methods that measured many points are not favoured by their noise."""
+    bias, so methods that measured many points are not favoured by their noise. The re-runs go through the
+    evaluator: recorded in the method's file and not re-run by a rerun of the job."""
     if m is None or not m.ok:
         return []
-    return [float(backend.measure(m.config, repeat=i).fps) for i in range(1, repeats + 1)]
-
-
-if __name__ == "__main__":  # the Snakemake rule's entry point: python -m dse.workflow.compare RUN
-    try:
-        compare(sys.argv[1])
-    except DseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    ev = cmp.probe(method).evaluator
+    return [float(ev.evaluate(m.config, phase=f"{SLUG[method]}/confirm", strategy=method, repeat=i).fps)
+            for i in range(1, cmp.settings.repeats + 1)]

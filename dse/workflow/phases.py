@@ -1,9 +1,11 @@
-"""One function per exploration rule (maximize, explore_option, select_option, search, finetune).
+"""What each exploration rule runs (maximize, explore_option, select_option, search, finetune): read the run's
+inputs, call the phase of ``dse.search.pipeline`` (the only implementation of the method), write the result.
 
-Every phase measures through one Evaluator whose cache is seeded from all measurement files of the
-run (so no configuration is measured twice across phases or reruns) and which appends to the phase's
-own file in `<run>/cache/` (not a Snakemake output, so an interrupted job's measurements survive and
-the rerun resumes from them). Each phase writes its JSON result atomically at the end.
+Every phase measures through one Evaluator whose cache is seeded from all measurement files of the run (so no
+configuration is measured twice across phases or reruns) and which appends to the phase's own file in
+``<run>/cache/`` (not a Snakemake output, so an interrupted job's measurements survive and the rerun resumes
+from them). Jobs read only the config parts they declare (``<run>/config/<part>.yaml``). Each phase writes its
+JSON result atomically at the end.
 """
 from __future__ import annotations
 
@@ -23,57 +25,53 @@ from dse.measurement import Measurement
 from dse.store.atomic import write_json_atomic, write_text_atomic
 
 
-def stage_pe_types(platform_cfg) -> dict[str, list[str]]:
-    """Per mapping option, the stage PE types the strategies reason about (GPU | DLA | PND | CPU)."""
-    if str(platform_cfg.backend) == "ort":
-        from dse.runtime.cpu_groups import host_platform
-
-        return {name: ["CPU"] * o.n_stages for name, o in host_platform(platform_cfg).options.items()}
-    from dse.platform import load_platform
-
-    platform = load_platform(platform_cfg)
-    out = {}
-    for name, option in platform.options.items():
-        out[name] = ["GPU" if s.pe_type == "gpu" else ("PND" if s.pnd else "DLA") for s in option.stages]
-    return out
-
-
-def search_space(cfg, analysis, backend):
-    """Network + platform facts for the strategies (with the backend's GPU profile when it has one)."""
-    from dse.search import SearchSpace
-
-    profile = ((lambda: backend.gpu_layer_profile(str(cfg.precision), int(cfg.batch)))
-               if hasattr(backend, "gpu_layer_profile") else None)
-    return SearchSpace(
-        n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-        check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=stage_pe_types(cfg.platform),
-        main_pe=str(cfg.platform.get("main_pe", "GPU")), gpu_layer_profile=profile)
-
-
-def search_settings(cfg):
-    from dse.search import SearchSettings
-
-    return SearchSettings.from_dict(OmegaConf.to_container(cfg.search, resolve=True))
-
-
-def base_configuration(cfg, analysis) -> Configuration:
+def base_configuration(settings, platform_name: str, analysis) -> Configuration:
     """The fixed part of every configuration of a run (network, platform, precision, batch, size)."""
-    return Configuration(benchmark=str(cfg.benchmark.name), platform=str(cfg.platform.name),
-                         precision=str(cfg.precision), batch=int(cfg.batch),
-                         input_size=int(cfg.benchmark.input_size), model_digest=analysis.digest)
+    return Configuration(benchmark=settings.benchmark, platform=platform_name, precision=settings.precision,
+                         batch=settings.batch, input_size=int(settings.input_size), model_digest=analysis.digest)
+
+
+def reused_initial(reuse_from: str | None, options, analysis) -> dict[str, tuple[int, ...]]:
+    """Option -> the cuts of an earlier run's best for it (``reuse_from``: the fast re-exploration, K = 1);
+    options that run had no feasible result for are left out."""
+    out = {}
+    for option in options if reuse_from else ():
+        path = Path(reuse_from) / "options" / f"{option}.json"
+        if path.exists():
+            cuts = tuple(json.loads(path.read_text())["best_config"]["cuts"])
+            if cuts and analysis.check_cuts(list(cuts)) is None:
+                out[option] = cuts
+    return out
 
 
 @dataclass
 class RunContext:
-    """A planned run directory with its config, network analysis, backend and base configuration."""
+    """A planned run directory: its config parts, network analysis, platform, backend and search space."""
 
     run: Path
 
-    @cached_property
-    def cfg(self):
-        from dse.workflow.plan import load_run_config
+    def part(self, name: str) -> dict:
+        from dse.workflow.plan import read_part
 
-        return load_run_config(self.run)
+        return read_part(self.run, name)
+
+    @cached_property
+    def platform(self):
+        from dse.platform import load_platform
+
+        return load_platform(self.part("platform"))
+
+    @cached_property
+    def measure_settings(self):
+        from dse.backends.base import MeasureSettings
+
+        return MeasureSettings.from_dict(self.part("measure"))
+
+    @cached_property
+    def settings(self):
+        from dse.search import SearchSettings
+
+        return SearchSettings.from_dict(self.part("search"))
 
     @cached_property
     def analysis(self):
@@ -84,32 +82,43 @@ class RunContext:
             raise DseError(f"{path} is missing: run the analyze step first")
         return NetworkAnalysis(onnx.load(str(path)))
 
-    @cached_property
-    def backend(self):
+    @property
+    def engine_root(self) -> Path:
+        """``<results_dir>/engines``: the run directory is ``<results_dir>/<benchmark>/<platform>/<variant>``."""
+        return self.run.parents[2] / "engines"
+
+    def make_backend(self, platform=None):
+        """The run's backend (on ``platform`` instead of the run's own, for the comparison's extra options)."""
         from dse.backends import make_backend
 
-        return make_backend(self.cfg, self.analysis)
+        return make_backend(platform or self.platform, self.analysis, self.measure_settings,
+                            engine_root=self.engine_root)
 
     @cached_property
-    def settings(self):
-        return search_settings(self.cfg)
+    def backend(self):
+        return self.make_backend()
 
     @cached_property
     def space(self):
-        return search_space(self.cfg, self.analysis, self.backend)
+        from dse.search import SearchSpace
+
+        return SearchSpace.for_backend(self.analysis, self.backend)
 
     @property
     def base(self) -> Configuration:
-        return base_configuration(self.cfg, self.analysis)
+        return base_configuration(self.measure_settings, self.platform.name, self.analysis)
 
     def options(self) -> list[str]:
         return list(self.settings.options or self.space.options)
+
+    def initial(self, options) -> dict[str, tuple[int, ...]]:
+        return reused_initial(self.settings.reuse_from, options, self.analysis)
 
     @cached_property
     def measurement_context(self) -> str:
         from dse.workflow.plan import measurement_context
 
-        return measurement_context(self.cfg)
+        return measurement_context(self.part("platform"), self.part("measure"))
 
     def evaluator(self, phase_file: str, label: str, backend=None) -> Evaluator:
         """Measures through ``backend`` (the run's by default) into ``cache/<phase_file>.parquet``; the cache
@@ -117,7 +126,7 @@ class RunContext:
         cache_dir = self.run / "cache"
         store = cache_dir / f"{phase_file}.parquet"
         others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
-        return Evaluator(backend or self.backend, store, cache_files=others, seed=int(self.cfg.seed),
+        return Evaluator(backend or self.backend, store, cache_files=others, seed=self.measure_settings.seed,
                          on_measure=_progress(label), context=self.measurement_context)
 
 
@@ -135,97 +144,79 @@ def _progress(label: str):
 
 
 def _done(label: str, ev: Evaluator, best: float) -> None:
-    print(f"[{label}] done: {ev.measured} measured, {ev.reused} reused from cache, best {best:.1f} FPS",
+    retried = f", {ev.stale_errors} earlier error(s) retried" if ev.stale_errors else ""
+    print(f"[{label}] done: {ev.measured} measured, {ev.reused} reused from cache{retried}, best {best:.1f} FPS",
           file=sys.stderr, flush=True)
 
 
+def _read(run: Path, name: str) -> dict:
+    return json.loads((run / name).read_text())
+
+
 def maximize(run: str | Path) -> dict:
-    from dse.search import maximize as maximize_params
+    """Base(G) and the parameter maximizer: maximize.json."""
+    from dse.search import maximize_phase
 
     ctx = RunContext(Path(run))
     ev = ctx.evaluator("maximize", "maximize")
-    main = ctx.space.main_only_option()
-    # Base(G): the whole network on the main PE, one context, no pre/post overlap (the JEDI baseline)
-    ev.evaluate(ctx.base.with_(option=main, streams=(1,)), phase="baseline", strategy="Base(G)")
-    result = maximize_params(ev, ctx.base, ctx.settings, main)
-    out = result.to_dict()
+    out = maximize_phase(ctx.space, ev, ctx.base, ctx.settings).to_dict()
     write_json_atomic(ctx.run / "maximize.json", out)
     _done("maximize", ev, out["fps"])
     return out
 
 
 def explore_option(run: str | Path, option: str) -> dict:
-    """Global-only exploration of one mapping option (thesis: picks the option)."""
-    from dse.search import explore_option as explore
+    """Global-only exploration of one mapping option: options/<option>.json."""
+    from dse.search import explore_phase
 
     ctx = RunContext(Path(run))
-    if option not in ctx.space.options:
-        raise DseError(f"unknown mapping option {option!r}; valid choices: {', '.join(ctx.space.options)}")
-    bounds = json.loads((ctx.run / "maximize.json").read_text())["bounds"]
+    bounds = _read(ctx.run, "maximize.json")["bounds"]
     ev = ctx.evaluator(f"explore-{option}", f"explore {option}")
-    result = explore(ctx.space, ev, option, bounds, ctx.settings, "global", _reused_initial(ctx, option),
-                     base=ctx.base)
+    result = explore_phase(ctx.space, ev, ctx.base, bounds, ctx.settings, option, ctx.initial([option]).get(option))
     out = result.to_dict()
     write_json_atomic(ctx.run / "options" / f"{option}.json", out)
     _done(f"explore {option}", ev, out["fps"])
     return out
 
 
-def _reused_initial(ctx: RunContext, option: str):
-    """Cuts of an earlier run's best for this option (`reuse_from=RUN_DIR`): the fast re-exploration (K = 1)."""
-    reuse = ctx.cfg.get("reuse_from")
-    if not reuse:
-        return None
-    path = Path(reuse) / "options" / f"{option}.json"
-    if not path.exists():
-        return None
-    cuts = json.loads(path.read_text())["best_config"]["cuts"]
-    return tuple(cuts) if cuts and ctx.analysis.check_cuts(list(cuts)) is None else None
-
-
 def select_option(run: str | Path, options: list[str]) -> dict:
-    """The best option after the global phase, and the shortlist the search refines (search.refine_within)."""
-    from dse.search import select_option as pick, shortlist
+    """The best option after the global phase and the shortlist the search refines: selected.json."""
+    from dse.search import select_phase
 
-    run = Path(run)
-    ctx = RunContext(run)
-    fps = {o: json.loads((run / "options" / f"{o}.json").read_text())["fps"] for o in options}
-    selected = pick(fps)
-    out = {"selected": selected, "shortlist": shortlist(fps, ctx.settings.refine_within), "option_fps": fps}
-    write_json_atomic(run / "selected.json", out)
-    print(f"[select] option {selected} ({fps[selected]:.1f} FPS) of " +
+    ctx = RunContext(Path(run))
+    fps = {o: _read(ctx.run, f"options/{o}.json")["fps"] for o in options}
+    out = select_phase(ctx.space, fps, ctx.settings).to_dict()
+    write_json_atomic(ctx.run / "selected.json", out)
+    print(f"[select] option {out['selected']} ({fps[out['selected']]:.1f} FPS) of " +
           ", ".join(f"{o} {v:.1f}" for o, v in fps.items()) + f"; full search of {', '.join(out['shortlist'])}",
           file=sys.stderr, flush=True)
     return out
 
 
 def search(run: str | Path) -> dict:
-    """Global + local search (Algorithms 2 and 3) on each shortlisted option; the best of them wins."""
-    from dse.search import refine, select_option as pick
+    """Global + local search (Algorithms 2 and 3) on each shortlisted option: search.json."""
+    from dse.search import search_phase
 
     ctx = RunContext(Path(run))
-    shortlist = json.loads((ctx.run / "selected.json").read_text())["shortlist"]
-    bounds = json.loads((ctx.run / "maximize.json").read_text())["bounds"]
+    shortlist = _read(ctx.run, "selected.json")["shortlist"]
+    bounds = _read(ctx.run, "maximize.json")["bounds"]
     ev = ctx.evaluator("search", f"search {'/'.join(shortlist)}")
-    initial = {o: cuts for o in shortlist if (cuts := _reused_initial(ctx, o)) is not None}
-    results = refine(ctx.space, ev, ctx.base, shortlist, bounds, ctx.settings, initial,
-                     progress=lambda msg: print(f"[search] {msg}", file=sys.stderr, flush=True))
-    selected = pick(results)
-    out = {**results[selected].to_dict(), "selected": selected, "refined": {o: r.fps for o, r in results.items()}}
+    refined = search_phase(ctx.space, ev, ctx.base, bounds, ctx.settings, shortlist, ctx.initial(shortlist),
+                           progress=lambda msg: print(f"[search] {msg}", file=sys.stderr, flush=True))
+    out = refined.to_dict()
     write_json_atomic(ctx.run / "search.json", out)
-    _done(f"search {selected}", ev, out["fps"])
+    _done(f"search {refined.selected}", ev, out["fps"])
     return out
 
 
 def finetune(run: str | Path) -> dict:
-    """Fine-tune threads, buffers and streams of the search's best; write best.yaml."""
-    from dse.search import finetune as tune
+    """Fine-tune threads, buffers and streams of the search's best: best.yaml."""
+    from dse.search import finetune_phase
 
     ctx = RunContext(Path(run))
-    found = json.loads((ctx.run / "search.json").read_text())
-    start = Configuration.from_dict(found["best_config"])
+    found = _read(ctx.run, "search.json")
     ev = ctx.evaluator("finetune", "finetune")
-    result = tune(ctx.space, ev, start, ctx.settings)
+    result = finetune_phase(ctx.space, ev, Configuration.from_dict(found["best_config"]), ctx.settings)
     m = result.measurement
     best = {
         "benchmark": ctx.base.benchmark, "platform": ctx.base.platform, "backend": ctx.backend.name,
@@ -233,7 +224,7 @@ def finetune(run: str | Path) -> dict:
         "energy_j_per_frame": float(m.energy_j_per_frame), "power_w": float(m.power_w),
         "util": {k: float(v) for k, v in m.util.items()}, "stage_ms": [float(x) for x in m.stage_ms],
         "config_hash": result.config.hash, "config": result.config.to_dict(),
-        "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": int(ctx.cfg.seed),
+        "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": ctx.measure_settings.seed,
     }
     write_text_atomic(ctx.run / "best.yaml", OmegaConf.to_yaml(OmegaConf.create(best)))
     _done("finetune", ev, best["fps"])

@@ -1,100 +1,100 @@
-"""Plan the runs of a Snakemake invocation: one resolved config per benchmark, split into the parts
-each rule depends on, so that changing an override reruns only the rules that read it.
+"""Plan the runs of a Snakemake invocation: one composed config per benchmark, validated whole before any job
+runs, split into the parts each rule depends on, so that changing an override reruns only the rules that read it.
 
-Files are rewritten only when their content changes (mtimes drive Snakemake's rerun decisions).
+Planning writes nothing (``snakemake -n``, ``--lint`` and ``--report`` leave the disk alone): the parts are the
+outputs of rule ``configure`` (``workflow/rules/configure.smk``), whose parameter is the digest of the part's
+text, so Snakemake reruns it, and what reads the part, when the text changes. Jobs read only their parts
+(``dse.workflow.phases.RunContext``), never the config of a later invocation.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from dse.config import compose_config, run_dir, split_overrides
 from dse.errors import DseError
-from dse.network import model_source
 
 # run_dir/config/<part>.yaml: the rules' inputs
-PARTS = ("model", "platform", "measure", "search")
+PARTS = ("model", "platform", "measure", "search", "compare")
 
 
-def write_if_changed(path: Path, text: str) -> bool:
-    from dse.store.atomic import write_text_atomic
-
-    path = Path(path)
-    if path.exists() and path.read_text() == text:
-        return False
-    write_text_atomic(path, text)
-    return True
+def _yaml(content) -> str:
+    return OmegaConf.to_yaml(OmegaConf.create(content))
 
 
-def _measure_part(cfg: DictConfig) -> dict:
-    b = cfg.benchmark
-    return {"benchmark": b.name, "precision": cfg.precision, "batch": int(cfg.batch),
-            "input_size": int(b.input_size), "preprocess": b.preprocess, "application": b.application,
-            "sample_size": int(b.sample_size), "warmup": int(b.warmup), "seed": int(cfg.seed)}
+def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
+    """The parts of a composed config, each validated by the object a job builds from it, and the mapping
+    options the run explores (``search.options``, else every option of the platform)."""
+    from dse.backends.base import MeasureSettings
+    from dse.network import check_model_source, model_source
+    from dse.platform import load_platform
+    from dse.search.settings import SearchSettings
+    from dse.workflow.compare import CompareSettings
+
+    platform = OmegaConf.to_container(cfg.platform, resolve=True)
+    loaded = load_platform(platform)
+    if loaded.backend == "sim":
+        loaded.require_model("sim")
+    search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
+    settings = SearchSettings.from_dict(search)
+    for option in settings.options:
+        loaded.option(option)  # an unknown option fails here, naming the valid ones
+    source = model_source(cfg)
+    check_model_source(source)
+    compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
+    parts = {"model": source, "platform": platform, "measure": MeasureSettings.from_config(cfg).to_dict(),
+             "search": settings.to_dict(), "compare": compare.to_dict()}
+    return parts, tuple(settings.options or loaded.options)
 
 
-def config_parts(cfg: DictConfig) -> dict[str, dict]:
-    return {
-        "model": model_source(cfg),
-        "platform": OmegaConf.to_container(cfg.platform, resolve=True),
-        "measure": _measure_part(cfg),
-        "search": OmegaConf.to_container(cfg.search, resolve=True),
-    }
-
-
-def measurement_context(cfg: DictConfig) -> str:
-    """Digest of the platform and measure parts: what a measurement depends on besides its configuration
-    (whose hash covers the model, option, cuts and parameters). Cached rows of another context are stale."""
-    text = json.dumps({"platform": OmegaConf.to_container(cfg.platform, resolve=True), "measure": _measure_part(cfg)},
-                      sort_keys=True, default=str)
+def digest(text: str) -> str:
+    """A short content digest (what rule ``configure`` passes Snakemake to detect a changed part)."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def option_names(cfg: DictConfig) -> list[str]:
-    """The mapping options a run explores: search.options, else every option of the platform."""
-    if str(cfg.platform.backend) == "ort":
-        from dse.runtime.cpu_groups import host_platform
-
-        valid = list(host_platform(cfg.platform).options)
-    else:
-        from dse.platform import load_platform
-
-        valid = list(load_platform(cfg.platform).options)
-    wanted = [str(o) for o in (cfg.search.get("options") or [])]
-    for o in wanted:
-        if o not in valid:
-            raise DseError(f"search.options names unknown mapping option {o!r}; valid choices: {', '.join(valid)}")
-    return wanted or valid
+def measurement_context(platform: dict, measure: dict) -> str:
+    """Digest of the platform and measure parts: what a measurement depends on besides its configuration
+    (whose hash covers the model, option, cuts and parameters). Cached rows of another context are stale."""
+    return digest(json.dumps({"platform": platform, "measure": measure}, sort_keys=True, default=str))
 
 
-def plan_runs(snakemake_config: dict) -> dict[str, list[str]]:
-    """Compose one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override), write its parts.
+@dataclass(frozen=True)
+class RunPlan:
+    """One planned run: the text of each config part, the whole resolved config, the options it explores."""
 
-    Returns run directory -> the mapping options it explores (one explore_option job each)."""
+    parts: dict[str, str]
+    resolved: str
+    options: tuple[str, ...]
+
+
+def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
+    """Compose and validate one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override).
+
+    Returns run directory -> its plan (one explore_option job per option). Writes nothing."""
     overrides = split_overrides(snakemake_config.get("overrides"))
     benchmarks = snakemake_config.get("benchmarks")
     if isinstance(benchmarks, str):
         benchmarks = split_overrides(benchmarks)
-    runs: dict[str, list[str]] = {}
+    runs: dict[str, RunPlan] = {}
     for bench in benchmarks or [None]:
         extra = [] if bench is None else [f"benchmark={bench}"]
         cfg = compose_config(overrides + extra)
-        rd = run_dir(cfg)
-        for part, content in config_parts(cfg).items():
-            write_if_changed(rd / "config" / f"{part}.yaml", OmegaConf.to_yaml(OmegaConf.create(content)))
-        write_if_changed(rd / "config.yaml", OmegaConf.to_yaml(cfg))
-        if str(rd) in runs:
+        parts, options = config_parts(cfg)
+        rd = str(run_dir(cfg))
+        if rd in runs:
             raise DseError(f"two planned runs share the directory {rd}")
-        runs[str(rd)] = option_names(cfg)
+        runs[rd] = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
+                           options=options)
     return runs
 
 
-def load_run_config(run: str | Path) -> DictConfig:
-    """The resolved config a planned run directory was written with."""
-    path = Path(run) / "config.yaml"
+def read_part(run: str | Path, part: str) -> dict:
+    """A config part of a planned run directory, as written by rule ``configure``."""
+    path = Path(run) / "config" / f"{part}.yaml"
     if not path.exists():
-        raise DseError(f"{path} is missing: plan the run first (snakemake does it)")
-    return OmegaConf.load(path)
+        raise DseError(f"{path} is missing: plan the run first (snakemake writes it, rule configure)")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)

@@ -31,13 +31,6 @@ class Section:
         except ValueError:
             raise DseError(f"{self.where()}: option {key}={raw!r} is not an integer") from None
 
-    def get_float(self, key: str, default: float) -> float:
-        raw = self.options.get(key)
-        try:
-            return default if raw is None else float(raw)
-        except ValueError:
-            raise DseError(f"{self.where()}: option {key}={raw!r} is not a number") from None
-
     def get_ints(self, key: str) -> list[int]:
         raw = self.options.get(key)
         if raw is None:

@@ -3,6 +3,7 @@ rule comparison:
     input:
         "{run}/best.yaml",
         "{run}/report.md",
+        "{run}/config/compare.yaml",
     output:
         "{run}/comparison.parquet",
         md="{run}/comparison.md",
@@ -13,10 +14,11 @@ rule comparison:
     resources:
         board=1,
     shell:
-        "{sys.executable} -m dse.workflow.compare {wildcards.run} 2> >(tee {log} >&2)"
+        "{DSE} workflow compare {wildcards.run} 2> >(tee {log} >&2)"
 
 
 rule compare:
     """Target: `snakemake --cores N compare` compares every method on every planned run."""
     input:
         expand("{run}/comparison.md", run=list(RUNS)),
+        expand("{run}/config.yaml", run=list(RUNS)),

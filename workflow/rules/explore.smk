@@ -35,11 +35,11 @@ rule explore_option:
 rule select_option:
     """The mapping option with the best FPS, and the shortlist within search.refine_within of it."""
     input:
-        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=RUNS[wc.run]),
+        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=_plan(wc.run).options),
     output:
         "{run}/selected.json",
     params:
-        options=lambda wc: ",".join(RUNS[wc.run]),
+        options=lambda wc: ",".join(_plan(wc.run).options),
     shell:
         "{DSE} workflow select {wildcards.run} --options {params.options}"
 

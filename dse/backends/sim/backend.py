@@ -1,9 +1,10 @@
 """SimBackend: measure a Configuration on a virtual board (cost model -> DES -> power -> noise).
 
-It checks exactly what a real board or TensorRT would refuse (unknown option, stage/stream mismatch,
-infeasible cuts, FP32 on a DLA, too many DLA engines or loadables per core, DLA batch limit) and returns a failed
-Measurement with the reason instead of a number. It exposes what a board exposes: a per-layer GPU
-profile (like TensorRT's IProfiler), one time per DLA stage, utilizations, power.
+It refuses exactly what a real board or TensorRT would refuse (unknown option, stage/stream mismatch,
+infeasible cuts, FP32 on a DLA, too many DLA engines or loadables per core, DLA batch limit): a ``refused``
+Measurement with the reason instead of a number. It exposes what a board exposes: a per-layer GPU profile
+(like TensorRT's IProfiler), one time per DLA stage, utilizations, power; and, being a simulation, the schedule
+of a measurement (``TRACE``) and interleaved stages.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings
 from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
@@ -22,9 +24,6 @@ from dse.backends.sim.power import board_power_w, freq_factor
 from dse.configuration import Configuration
 from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
-
-# simulated engine build seconds (GPU builds are much slower than DLA builds, thesis 3.6.4.4)
-_BUILD_S = {"gpu": (25.0, 0.12), "dla": (6.0, 0.02)}  # (fixed, per layer)
 
 
 @dataclass
@@ -46,11 +45,11 @@ class SimBackend:
     """Virtual board for one network. ``source``: a NetworkAnalysis, a layer DataFrame or a LayerTable."""
 
     name = "sim"
+    capabilities = frozenset({GPU_LAYER_PROFILE, TRACE, INTERLEAVED})
 
-    def __init__(self, platform, source, *, preprocess: str = "resize", sample_size: int = 5000,
-                 warmup: int | None = None, seed: int = 0, input_size: int | None = None,
-                 engine_cache=None, benchmark: str = ""):
+    def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None):
         self.platform: Platform = load_platform(platform)
+        self.platform.require_model(self.name)
         self.analysis = None
         if isinstance(source, LayerTable):
             self.table = source
@@ -59,13 +58,9 @@ class SimBackend:
             self.table = layer_table(frame_of(source), digest=getattr(source, "digest", None))
         else:
             self.table = layer_table(source)
-        self.preprocess = preprocess
-        self.sample_size = int(sample_size)
-        self.warmup = warmup
-        self.seed = int(seed)
-        self.input_size = int(input_size or self._guess_input_size())
+        self.settings = settings or MeasureSettings()
+        self.input_size = int(self.settings.input_size or self._guess_input_size())
         self.engine_cache = engine_cache
-        self.benchmark = benchmark
         self._models: dict[int, CostModel] = {}
 
     # ---- setup -----------------------------------------------------------------------------------
@@ -91,9 +86,9 @@ class SimBackend:
         return (self.cost_model(input_size).gpu_layer_profile_us(precision, batch) / 1000.0).tolist()
 
     # ---- planning ---------------------------------------------------------------------------------------
-    def _check(self, config: Configuration) -> str | None:
+    def check(self, config: Configuration) -> str | None:
         p = self.platform
-        reason = check_layout(config, p.options, p.name)
+        reason = check_layout(config, p)
         if reason:
             return reason
         n = self.table.n
@@ -131,7 +126,7 @@ class SimBackend:
                 dsc = cm.stage(bounds[k] + 1, bounds[k + 1], "dla", config.precision, config.batch)
                 dphases = [(ph.resource, ph.us * (gpu_f if ph.resource == "gpu" else dla_f), ph.occupancy)
                            for ph in dsc.phases]
-                n_pe = 1 + len(dla_names)
+                n_pe = len(spec.pes)
                 cores = [None if i % n_pe == 0 else i % n_pe - 1 for i in range(s)]
                 runtimes.append(StageRuntime(phases=phases, stream_cores=cores, label=spec.label(),
                                              stream_phases=[phases if c is None else dphases for c in cores]))
@@ -147,9 +142,9 @@ class SimBackend:
             if spec.pe_type == "gpu":
                 cores = [None] * s
             elif spec.pnd:
-                cores = [i % 2 for i in range(s)]  # streams alternate between the two cores
+                cores = [dla_names.index(spec.pes[i % 2]) for i in range(s)]  # streams alternate between the cores
             else:
-                cores = [dla_names.index(p.dla_pe(spec.core or 0).name)] * s
+                cores = [dla_names.index(spec.pes[0])] * s
             runtimes.append(StageRuntime(phases=phases, stream_cores=cores, label=spec.label()))
             if spec.pe_type == "dla":
                 loadables += sc.loadables * (2 if spec.pnd else 1)
@@ -158,7 +153,7 @@ class SimBackend:
                 for c in set(cores):
                     per_core[c] = per_core.get(c, 0) + sc.loadables
         size = config.input_size
-        pre = p.prepost.pre_us(size, config.batch, self.preprocess)
+        pre = p.prepost.pre_us(size, config.batch, self.settings.preprocess)
         boxes = int(self.table.boxes * (size / self.input_size) ** 2)
         post = p.prepost.post_us(boxes, config.batch)
         cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
@@ -183,31 +178,30 @@ class SimBackend:
     def sim_input(self, config: Configuration, planned: Planned, trace: bool = False,
                   frames: int | None = None, repeat: int = 0) -> SimInput:
         p = self.platform
-        buffers_total = max(1, math.ceil(self.sample_size / config.batch))
+        buffers_total = max(1, math.ceil(self.settings.sample_size / config.batch))
         n = frames or min(buffers_total, p.max_sim_frames)
-        warm = self.warmup if self.warmup is not None else p.warmup_frames
+        warm = self.settings.warmup if self.settings.warmup is not None else p.warmup_frames
         warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
-        rng_seed = int(noise_rng(self.seed, config.hash, repeat).integers(0, 2**31 - 1))
+        rng_seed = int(noise_rng(self.settings.seed, config.hash, repeat).integers(0, 2**31 - 1))
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers, cpu_cores=p.cpu_cores,
                         cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace)
 
-    def measure(self, config: Configuration, *, trace: bool = False, repeat: int = 0) -> Measurement:
+    def measure(self, config: Configuration, *, repeat: int = 0) -> Measurement:
         """One measurement; ``repeat`` > 0 re-runs the configuration with independent noise."""
-        meas, _ = self.measure_with_trace(config, trace=trace, repeat=repeat)
-        return meas
+        return self.measure_with_trace(config, repeat=repeat)[0]
 
     def measure_with_trace(self, config: Configuration, *, trace: bool = False,
                            repeat: int = 0) -> tuple[Measurement, SimResult | None]:
         t0 = time.perf_counter()
-        reason = self._check(config)
+        reason = self.check(config)
         if reason:
-            return Measurement.failed(config, reason, backend=self.name), None
+            return Measurement.refused(config, reason, backend=self.name), None
         planned = self.plan(config)
         reason = self._limit_reason(config, planned)
         if reason:
-            m = Measurement.failed(config, reason, backend=self.name)
+            m = Measurement.refused(config, reason, backend=self.name)
             m.dla_loadables, m.fallback_layers = planned.loadables, planned.fallback_layers
             return m, None
         engine_keys, build_s = self._engines(config, planned)
@@ -220,7 +214,7 @@ class SimBackend:
     def _to_measurement(self, config: Configuration, planned: Planned, res: SimResult, repeat: int = 0) -> Measurement:
         """stage_ms is each stage's time for one frame alone (like Fig. 3.12), the rest comes from the DES."""
         p = self.platform
-        rng = noise_rng(self.seed, config.hash, repeat)
+        rng = noise_rng(self.settings.seed, config.hash, repeat)
         rng.integers(0, 2**31 - 1)  # the DES seed drawn in sim_input
         sigma = p.noise_sigma
         fps = res.buffers_per_s * config.batch * factor(rng, sigma)
@@ -249,7 +243,8 @@ class SimBackend:
             fallback_layers=planned.fallback_layers, backend=self.name)
 
     def _engines(self, config: Configuration, planned: Planned) -> tuple[list[str], float]:
-        """Sim engines (stage cost summaries) through the engine cache; simulated build seconds for new ones."""
+        """Sim engines (stage cost summaries) through the engine cache; for each new one, the seconds a real
+        board would spend building it (``Platform.board_costs``)."""
         if self.engine_cache is None:
             return [], 0.0
         from dse.engines.sim import build_stage_engine
@@ -259,8 +254,7 @@ class SimBackend:
             art = build_stage_engine(self.engine_cache, self.platform, self.table.digest, sc, config)
             keys.append(art.key)
             if art.built:
-                fixed, per = _BUILD_S[sc.pe_type]
-                build_s += fixed + per * (sc.last - sc.first + 1)
+                build_s += self.platform.board_costs.build_s(sc.pe_type)
         return keys, build_s
 
 

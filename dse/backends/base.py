@@ -1,0 +1,118 @@
+"""What every backend is: the ``Backend`` protocol, its declared capabilities, and the measurement settings
+each one receives, built once from the config.
+
+A backend measures a ``Configuration`` on a ``Platform`` and answers with a ``Measurement`` whose status says
+what happened: ``ok``; ``refused`` (the SDK or the board's rules reject the configuration: a fact about the
+configuration, cached); ``error`` (a build or run failed for a reason that may pass: recorded, retried next
+run). A backend raises ``DseError`` for infrastructure trouble it cannot classify (the evaluator records an
+error); any other exception is a bug and ends the job.
+
+Optional abilities are declared in ``capabilities``, never discovered by ``hasattr``:
+- ``GPU_LAYER_PROFILE``: ``gpu_layer_profile(precision, batch) -> list[float]`` (ms per layer, like
+  TensorRT's IProfiler; a board gives no per-layer DLA profile);
+- ``TRACE``: ``measure_with_trace(config, *, trace, repeat) -> (Measurement, trace | None)`` (a schedule to draw);
+- ``INTERLEAVED``: runs a stage whose frames alternate over the GPU and the DLAs (the Interleaved baseline).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol
+
+from dse.configuration import Configuration
+from dse.errors import DseError, choices_error
+from dse.measurement import Measurement
+from dse.platform import Platform
+
+if TYPE_CHECKING:
+    from dse.engines.cache import EngineCache
+
+GPU_LAYER_PROFILE = "gpu_layer_profile"
+TRACE = "trace"
+INTERLEAVED = "interleaved"
+CAPABILITIES = (GPU_LAYER_PROFILE, TRACE, INTERLEAVED)
+PREPROCESS = ("resize", "letterbox")
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How a run is measured, the same for every backend: the benchmark's application and its pre-processing,
+    images, frames per measurement and warm-up, the seed, and the analysed network's input size."""
+
+    benchmark: str = ""
+    precision: str = "int8"
+    batch: int = 1
+    input_size: int | None = None        # of the analysed network (None: the backend reads it off the network)
+    preprocess: str = "resize"
+    application: str = "yolo"
+    model: str | None = None             # zoo name or Darknet .cfg (YOLO anchors); None for an .onnx model
+    image_dir: str | None = None         # JPEG/PNG frames; None = seeded synthetic frames
+    sample_size: int = 5000              # frames per measurement, after warm-up
+    warmup: int | None = None            # None = the backend's default
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.preprocess not in PREPROCESS:
+            raise choices_error("benchmark.preprocess", self.preprocess, PREPROCESS)
+        if self.sample_size < 1:
+            raise DseError(f"benchmark.sample_size must be >= 1, got {self.sample_size}")
+        if self.warmup is not None and self.warmup < 0:
+            raise DseError(f"benchmark.warmup must be >= 0, got {self.warmup}")
+        if self.image_dir is not None and not Path(self.image_dir).is_dir():
+            raise DseError(f"benchmark.image_dir {self.image_dir!r} is not a directory")
+
+    @classmethod
+    def from_config(cls, cfg) -> "MeasureSettings":
+        """From a composed config (``dse.config.compose_config``)."""
+        b = cfg.benchmark
+        model = str(b.model)
+        warmup = b.get("warmup")
+        return cls(benchmark=str(b.name), precision=str(cfg.precision), batch=int(cfg.batch),
+                   input_size=int(b.input_size), preprocess=str(b.preprocess), application=str(b.application),
+                   model=None if model.endswith(".onnx") else model,
+                   image_dir=None if b.get("image_dir") is None else str(b.image_dir),
+                   sample_size=int(b.sample_size), warmup=None if warmup is None else int(warmup),
+                   seed=int(cfg.seed))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MeasureSettings":
+        valid = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in valid:
+                raise choices_error("measure setting", key, valid)
+        return cls(**dict(d))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def app_options(self, config: Configuration) -> dict:
+        """The application's options for one configuration (``dse.apps``)."""
+        options: dict[str, Any] = {"input_size": config.input_size, "batch": config.batch, "seed": self.seed,
+                                   "image_dir": self.image_dir}
+        if self.application == "yolo":
+            options["preprocess"] = self.preprocess
+            if self.model:
+                options["cfg"] = self.model
+        return options
+
+
+class Backend(Protocol):
+    """Measures configurations of one network on one platform."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]
+    platform: Platform
+    settings: MeasureSettings
+    engine_cache: "EngineCache | None"     # its built/reused counts are Table 3.7's engines built
+
+    def check(self, config: Configuration) -> str | None:
+        """Why the SDK or the board would refuse ``config``, or None."""
+
+    def measure(self, config: Configuration, *, repeat: int = 0) -> Measurement:
+        """One measurement; ``repeat`` > 0 asks for an independent re-run of the same configuration."""
+
+
+def supports(backend: Backend, capability: str) -> bool:
+    if capability not in CAPABILITIES:
+        raise choices_error("backend capability", capability, CAPABILITIES)
+    return capability in backend.capabilities
