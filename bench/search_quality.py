@@ -20,6 +20,7 @@ what it finished).
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -123,6 +124,36 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
     }
 
 
+def coverage_label(row: dict) -> str:
+    """What the sweep a row's reference came from covered, in a table cell."""
+    return row["exhaustive_coverage"].replace("every feasible cut tuple of", "all tuples of")
+
+
+def markdown(rows: list[dict], thesis_rows: list[dict] | None = None) -> str:
+    """Table 1 of BENCHMARKS.md from the result files (``--markdown``)."""
+    thesis = {(r["network"], r["precision"]): r for r in thesis_rows or []}
+    head = ("| network | prec | proposed FPS | best known FPS | reference covers | quality | target >= 0.99 | measured "
+            "| unique tuples | Table 3.4 tuples | tuples <= thesis | engines built (GPU/DLA) | selected (cuts) "
+            "| Table 3.5 | reference best | thesis-mode search: FPS, quality, tuples, selected | s (analysis/proposed/"
+            "reference) |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        t = thesis.get((r["network"], r["precision"]))
+        eng = r["engines_built"]
+        mode = (f"{t['proposed_fps']:.1f}, {t['quality']:.3f}, {t['unique_tuples']}, {t['selected_config']}"
+                if t else "")
+        sec = r["seconds"]
+        lines.append(" | ".join([
+            f"| {r['network']}", r["precision"].upper(), f"{r['proposed_fps']:.1f}", f"{r['best_known_fps']:.1f}",
+            coverage_label(r), f"{r['quality']:.3f}", "met" if r["quality"] >= 0.99 else "missed",
+            str(r["measured"]), str(r["unique_tuples"]), str(r["thesis_tuples"]),
+            "met" if r["unique_tuples"] <= (r["thesis_tuples"] or 0) else "missed",
+            f"{eng.get('GPU', 0)}/{eng.get('DLA', 0)}", r["selected_config"], str(r["thesis_option"]),
+            f"{r['exhaustive_best']} ({r['exhaustive_fps']:.1f})", mode,
+            f"{sec['analysis']}/{sec['proposed']}/{sec['exhaustive']} |"]))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
@@ -133,7 +164,14 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. search.refine_within=0 "
                                                    "search.pipeline_buffers=false (the thesis' search)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print BENCHMARKS.md table 1 from --output and search_quality_thesis.json, measure nothing")
     args = ap.parse_args(argv)
+    if args.markdown:
+        thesis = OUT.with_name("search_quality_thesis.json")
+        print(markdown(json.loads(args.output.read_text())["rows"],
+                       json.loads(thesis.read_text())["rows"] if thesis.exists() else None))
+        return 0
 
     rows = []
     params = {"max_cuts": args.max_cuts, "cap": args.cap, "platform": args.platform, "overrides": args.overrides}

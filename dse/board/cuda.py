@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from typing import Optional
 
 HOST_TO_DEVICE = 1
 DEVICE_TO_HOST = 2

@@ -11,7 +11,7 @@ import re
 import subprocess
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 # NAME current[mW]/average[mW]; the name is upper-case letters, digits and underscores, with at least one "_"
 _RAIL = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\s+(\d+)(?:mW)?/(\d+)(?:mW)?\b")

@@ -167,8 +167,8 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
              "Engines: distinct engines those configurations need, per PE type. Board hours: what a real board "
              "would spend on this method alone (runs + engine builds).", ""]
     if "Exhaustive" in results:
-        lines.append(f"- Exhaustive: {results['Exhaustive']['extra']['coverage']}, each fine-tuned like the proposed "
-                     "method's answer")
+        lines.append(f"- Exhaustive (a reference sweep, not the whole space): {results['Exhaustive']['extra']['coverage']}"
+                     "; the best tuple fine-tuned like the proposed method's answer")
     for method, why in skipped.items():
         lines.append(f"- {method}: skipped ({why})")
     for _, r in frame[frame["status"].isin(["refused", "error"])].iterrows():
