@@ -53,7 +53,7 @@ def summarize(frame: pd.DataFrame) -> dict:
         "proposed_mapping_param": [int(p["mapping_points"]), int(p["param_points"])],
         "gain_vs_base_g_pct": float(p["gain_vs_base_g_pct"]),
         "profiled_estimate_low_pct": [round(e["difference_pct"], 1) for e in estimates],
-        "failed": {m: r for m, r in frame.loc[frame["status"] == "failed", ["method", "reason"]].values},
+        "failed": {m: r for m, r in frame.loc[frame["status"].isin(["refused", "error"]), ["method", "reason"]].values},
     }
     comp = ran.loc["Comprehensive GA"] if "Comprehensive GA" in ran.index else None
     ft = ran.loc["Fine-tuning GA"] if "Fine-tuning GA" in ran.index else None

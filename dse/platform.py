@@ -105,9 +105,10 @@ DLA_LIMITS_BY_TENSORRT: tuple[tuple[tuple[int, ...], dict, str], ...] = (
 
 
 def toolkit_version_tuple(text: str) -> tuple[int, ...] | None:
-    """'tensorrt-8.5.2' -> (8, 5, 2), 'tensorrt-6.0-sim' -> (6, 0); None when the text carries no version."""
-    m = re.search(r"(\d+(?:\.\d+)*)", str(text))
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+    """The first dotted version in a toolkit string, else its first number: 'tensorrt-8.5.2' -> (8, 5, 2),
+    'tensorrt-6.0-sim' -> (6, 0), 'jetpack5-tensorrt-8.5' -> (8, 5), '10.0.0b6' -> (10, 0, 0); None without one."""
+    m = re.search(r"\d+(?:\.\d+)+", str(text)) or re.search(r"\d+", str(text))
+    return tuple(int(p) for p in m.group(0).split(".")) if m else None
 
 
 def dla_limits_for(toolkit_version: str) -> dict:
@@ -394,6 +395,9 @@ def _declared_pes(d: Mapping, where: str) -> dict[str, PE]:
 def _stage(sd: Mapping, pes: dict[str, PE], where: str, n_stages: int, precisions: tuple[str, ...]) -> StageSpec:
     """A stage from its YAML: {pe_type: GPU} | {pe_type: DLA, core: 0} | {pe_type: DLA, pnd: true} |
     {pe_type: GPU, interleaved: true} | {pe_type: CPU, cores: [0, 1]} | {pe_type: CPU, cores: [[0], [1]]} (PND)."""
+    if not isinstance(sd, Mapping):
+        raise DseError(f"{where}: a stage is a mapping such as {{pe_type: GPU}}, {{pe_type: DLA, core: 0}} or "
+                       f"{{pe_type: CPU, cores: [0, 1]}} (two core lists for PND: cores: [[0], [1]]), got {sd!r}")
     ptype = str(_req(sd, "pe_type", where)).lower()
     if ptype not in PE_TYPES:
         raise choices_error(f"pe_type of {where}", ptype, ("GPU", "DLA", "CPU"))
@@ -424,6 +428,11 @@ def _stage(sd: Mapping, pes: dict[str, PE], where: str, n_stages: int, precision
     if not groups:
         raise DseError(f"{where}: a CPU stage lists its cores, e.g. cores: [0, 1] (or [[0], [1]] for PND)")
     groups = groups if isinstance(groups[0], (list, tuple)) else [groups]
+    from dse.runtime.cpu_groups import usable_cores
+
+    missing = sorted({int(c) for g in groups for c in g} - set(usable_cores()))
+    if missing:
+        raise DseError(f"{where}: cores {missing} are not usable here; usable: {usable_cores()}")
     names = []
     for g in groups:
         pe = cpu_group_pe(tuple(int(c) for c in g), precisions)

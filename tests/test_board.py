@@ -152,8 +152,14 @@ def test_trt_backend_pure_parts(tmp_path):
     a = analyze(build_network("tiny-detector"))
     from dse.engines.cache import EngineCache
 
-    be = TrtBackend(cfg.platform, a, MeasureSettings(sample_size=50, model="tiny-detector"),
-                    engine_cache=EngineCache(tmp_path / "engines", "xavier-agx"))
+    engines = EngineCache(tmp_path / "engines", "xavier-agx")
+    with pytest.raises(DseError, match="benchmark.calibration_cache"):   # INT8 needs the calibration cache
+        TrtBackend(cfg.platform, a, MeasureSettings(precision="int8"), engine_cache=engines)
+    cache = tmp_path / "net.cache"
+    cache.write_text("TRT-8501-EntropyCalibration2\ninput: 3c010a14\n")
+    be = TrtBackend(cfg.platform, a, MeasureSettings(sample_size=50, model="tiny-detector",
+                                                     calibration_cache=str(cache)), engine_cache=engines)
+    assert be.calibration.scales()["input"] > 0 and be.workdir.parent == engines.dir
     assert transport_of(be.platform)["kind"] == "local"
     c = Configuration("tiny-detector", "xavier-agx", option="PND-A", cuts=(a.feasible_cuts[3],), streams=(4, 1),
                       precision="int8", input_size=64)

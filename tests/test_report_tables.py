@@ -31,3 +31,17 @@ def test_comparison_rows_do_not_count_for_the_proposed_method():
     assert row["Measurements"] == 5 and row["Param. points"] == 1 and row["Engines built DLA"] == 2
     # board time: 5 x (10 s + 5200 frames / 100 FPS) + the build seconds the sim charged (4 engines x 45 s)
     assert row["Board hours (est.)"] == round((5 * 62.0 + 4 * 45.0) / 3600, 2)
+
+
+def test_engines_are_counted_by_their_stage_pe_type():
+    """A CPU core-group stage builds a CPU engine (5 s on a board), not a GPU one (135 s); an interleaved stage
+    builds a GPU and one DLA engine."""
+    from dse.platform import load_platform
+    from dse.report.compare import engine_types
+    from dse.workflow.compare import with_baseline_options
+
+    xavier = with_baseline_options(load_platform("xavier-agx-sim"))
+    assert engine_types("PND-B", 3, xavier) == ["GPU", "DLA", "GPU"]
+    assert engine_types("IL", 2, xavier) == ["GPU", "DLA"]
+    host = load_platform("host-cpu")
+    assert set(engine_types("E", 1, host)) == {"CPU"}

@@ -152,7 +152,7 @@ def test_metrics_helpers():
 def test_ort_backend_measures_and_refuses(detector):
     from dse.backends.ort import OrtBackend
 
-    be = OrtBackend("host-cpu", detector, MeasureSettings(sample_size=30, warmup=3, model="tiny-detector"),
+    be = OrtBackend("host-cpu", detector, MeasureSettings(precision="fp32", sample_size=30, warmup=3, model="tiny-detector"),
                     keep_outputs=True)
     assert {"E", str(len(CORES))} <= set(be.platform.options)
     base = Configuration("tiny-detector", "host-cpu", precision="fp32", input_size=64, buffers=2)
@@ -206,7 +206,7 @@ def test_ort_backend_uses_engine_cache(detector, tmp_path):
         pytest.skip("needs two cores")
     cache = EngineCache(tmp_path, "host-cpu")
     platform = {"name": "host-cpu", "backend": "ort", "cores": CORES[:2], "options": "auto"}
-    be = OrtBackend(platform, detector, MeasureSettings(sample_size=20, warmup=2, model="tiny-detector"),
+    be = OrtBackend(platform, detector, MeasureSettings(precision="fp32", sample_size=20, warmup=2, model="tiny-detector"),
                     engine_cache=cache)
     cut = detector.feasible_cuts[3]
     c = Configuration("tiny-detector", "host-cpu", option="1-1", cuts=(cut,), streams=(1, 2), buffers=3,

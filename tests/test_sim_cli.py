@@ -22,3 +22,15 @@ def test_measure_reports_failure(capsys):
                "--streams", "2,2", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and out["status"] == "refused" and "FP32" in out["reason"]
+
+
+def test_calibration_networks_measure_on_the_sim(tmp_path):
+    """`dse calibrate` builds one SimBackend per zoo network with that network's measurement settings."""
+    from dse.backends.sim.calibration import Networks, base_g
+    from dse.platform import load_platform
+
+    nets = Networks(load_platform("xavier-agx-sim"), cache_dir=tmp_path, seed=3)
+    be = nets.backend("tiny-chain", 64)
+    assert (be.settings.benchmark, be.settings.input_size, be.settings.seed) == ("tiny-chain", 64, 3)
+    m = be.measure(base_g("tiny-chain", "xavier-agx-sim", "int8", size=64))
+    assert m.ok and m.fps > 0

@@ -102,7 +102,7 @@ def test_workflow_and_run_search_are_one_method(finished):
     assert selected == result.selection.to_dict()
 
 
-def test_dry_run_or_a_refused_run_changes_nothing(finished, tmp_path):
+def test_a_dry_run_changes_nothing(finished, tmp_path):
     """Planning writes nothing: `snakemake -n` and `--lint` on a fresh directory leave no results/, and a dry
     run with other settings leaves a finished run's config parts as they were (jobs read those)."""
     wd, _ = finished
@@ -137,6 +137,9 @@ def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     ("search.options=[A,Z]", "unknown mapping option for platform xavier-agx-sim 'Z'; valid choices: A, B"),
     ("+compare.methods=[Oracle]", "unknown comparison method 'Oracle'"),
     ("platform.dla_rulez=1", "valid keys of platform: backend, board_model, cost, cpu, dla_rules"),
+    # what the platform's backend cannot measure with at all
+    ("platform=host-cpu,precision=int8", "platform host-cpu runs precision(s) fp32, not int8"),
+    ("platform=xavier-agx", "INT8 engines need the network's TensorRT calibration cache"),
 ])
 def test_bad_override_fails_before_any_job(tmp_path, override, message):
     wd = _workdir(tmp_path)

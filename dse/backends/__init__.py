@@ -12,7 +12,7 @@ from dse.errors import choices_error
 BACKENDS = ("sim", "ort", "trt")
 
 __all__ = ["BACKENDS", "Backend", "MeasureSettings", "backend_from_config", "capabilities_of", "make_backend",
-           "supports"]
+           "supports", "validate_backend"]
 
 
 def _backend_class(kind: str):
@@ -34,6 +34,11 @@ def _backend_class(kind: str):
 def capabilities_of(kind: str) -> frozenset[str]:
     """What a backend kind declares it can do (``dse.backends.base``), without building one."""
     return _backend_class(kind).capabilities
+
+
+def validate_backend(platform, settings: MeasureSettings) -> None:
+    """Refuse now, naming why, a platform or settings the platform's backend cannot measure with."""
+    _backend_class(platform.backend).validate(platform, settings)
 
 
 def make_backend(platform, analysis, settings: MeasureSettings, *, engine_root: str | Path) -> Backend:

@@ -47,6 +47,7 @@ class MeasureSettings:
     application: str = "yolo"
     model: str | None = None             # zoo name or Darknet .cfg (YOLO anchors); None for an .onnx model
     image_dir: str | None = None         # JPEG/PNG frames; None = seeded synthetic frames
+    calibration_cache: str | None = None # TensorRT INT8 calibration cache of the network (the trt backend)
     sample_size: int = 5000              # frames per measurement, after warm-up
     warmup: int | None = None            # None = the backend's default
     seed: int = 0
@@ -60,6 +61,8 @@ class MeasureSettings:
             raise DseError(f"benchmark.warmup must be >= 0, got {self.warmup}")
         if self.image_dir is not None and not Path(self.image_dir).is_dir():
             raise DseError(f"benchmark.image_dir {self.image_dir!r} is not a directory")
+        if self.calibration_cache is not None and not Path(self.calibration_cache).is_file():
+            raise DseError(f"benchmark.calibration_cache {self.calibration_cache!r}: no such file")
 
     @classmethod
     def from_config(cls, cfg) -> "MeasureSettings":
@@ -71,6 +74,7 @@ class MeasureSettings:
                    input_size=int(b.input_size), preprocess=str(b.preprocess), application=str(b.application),
                    model=None if model.endswith(".onnx") else model,
                    image_dir=None if b.get("image_dir") is None else str(b.image_dir),
+                   calibration_cache=None if b.get("calibration_cache") is None else str(b.calibration_cache),
                    sample_size=int(b.sample_size), warmup=None if warmup is None else int(warmup),
                    seed=int(cfg.seed))
 
@@ -104,6 +108,11 @@ class Backend(Protocol):
     platform: Platform
     settings: MeasureSettings
     engine_cache: "EngineCache | None"     # its built/reused counts are Table 3.7's engines built
+
+    @classmethod
+    def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
+        """Raise ``DseError`` if this backend cannot measure on ``platform`` with ``settings`` at all (called
+        when the workflow is planned, before any job runs, and by the constructor)."""
 
     def check(self, config: Configuration) -> str | None:
         """Why the SDK or the board would refuse ``config``, or None."""

@@ -19,7 +19,6 @@ from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
 
 
-
 def ort_refusals() -> tuple[type[Exception], ...]:
     """ONNX Runtime's exceptions for a model it will not run (unlike Fail/RuntimeException, which may pass)."""
     from onnxruntime.capi import onnxruntime_pybind11_state as state
@@ -43,17 +42,26 @@ class OrtBackend:
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None,
                  timeout_s: float = 600.0, keep_outputs: bool = False):
         self.platform: Platform = load_platform(platform)
-        if any(p.type != "cpu" for p in self.platform.pes.values()):
-            raise DseError(f"the 'ort' backend runs CPU core groups; platform {self.platform.name} has "
-                           f"{', '.join(sorted({p.type for p in self.platform.pes.values()} - {'cpu'}))} PEs")
+        self.settings = settings or MeasureSettings(precision="fp32", sample_size=200)
+        self.validate(self.platform, self.settings)
         self.analysis = source
-        self.settings = settings or MeasureSettings(sample_size=200)
         s = self.settings
         self.warmup = max(2, min(20, s.sample_size // 10)) if s.warmup is None else int(s.warmup)
         self.engine_cache = engine_cache
         self.timeout_s = float(timeout_s)
         self.keep_outputs = keep_outputs
         self.last_run = None  # the RunResult of the last measure (outputs/results when kept), for tests and tools
+
+    @classmethod
+    def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
+        others = sorted({p.type for p in platform.pes.values()} - {"cpu"})
+        if others:
+            raise DseError(f"the 'ort' backend runs CPU core groups; platform {platform.name} has "
+                           f"{', '.join(others)} PEs")
+        precisions = sorted(platform.precisions_of("cpu"))
+        if settings.precision not in precisions:
+            raise DseError(f"platform {platform.name} runs precision(s) {', '.join(precisions)}, not "
+                           f"{settings.precision} (set precision={precisions[0]})")
 
     def check(self, config: Configuration) -> str | None:
         """Why this configuration cannot run here, or None."""

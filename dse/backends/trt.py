@@ -80,8 +80,8 @@ def parse_agent_output(stdout: str) -> dict:
 
 
 def measurement_from_result(config: Configuration, result: dict, **extra) -> Measurement:
-    """The agent's JSON as a Measurement: its ``refused`` stays refused; any other failure (``error``, or
-    ``failed`` from an older agent) is an error, tried again by the next run."""
+    """The agent's JSON as a Measurement: ``refused`` stays refused; any other failure (the agent reports
+    ``failed``: an engine that would not load or a run that broke) is an error, tried again."""
     status = result.get("status")
     if status != "ok":
         reason = str(result.get("reason") or "agent reported a failure")
@@ -107,20 +107,34 @@ class TrtBackend:
     capabilities = frozenset()
 
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None,
-                 calibration=None, runner=None, workdir: str | Path | None = None):
+                 runner=None, workdir: str | Path | None = None):
         self.platform: Platform = load_platform(platform)
+        self.settings = settings or MeasureSettings(precision="fp16")
+        self.validate(self.platform, self.settings)
         self.transport = transport_of(self.platform)
         self.analysis = source
-        self.settings = settings or MeasureSettings()
         s = self.settings
         self.warmup = max(10, s.sample_size // 20) if s.warmup is None else int(s.warmup)
         if engine_cache is None:
             raise DseError("the 'trt' backend builds its engines into an engine cache: pass engine_cache")
         self.engine_cache = engine_cache
-        self.calibration = calibration
+        self.calibration = None
+        if s.calibration_cache:
+            from dse.engines.trt_settings import parse_calibration_cache
+
+            self.calibration = parse_calibration_cache(Path(s.calibration_cache).read_text())
         self.runner = runner or subprocess.run
         # the agent's JSON configs: beside the engines unless given (never the working directory)
         self.workdir = Path(workdir) if workdir else Path(engine_cache.dir) / ".dse-agent"
+
+    @classmethod
+    def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
+        transport_of(platform)
+        if settings.precision == "int8" and not settings.calibration_cache:
+            raise DseError("INT8 engines need the network's TensorRT calibration cache: set "
+                           "benchmark.calibration_cache (write one on the board, e.g. with Polygraphy's "
+                           "`polygraphy convert model.onnx --int8 --calibration-cache net.cache` or trtexec), or "
+                           "measure precision=fp16")
 
     def check(self, config: Configuration) -> str | None:
         p = self.platform

@@ -22,8 +22,6 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-
-
 def _layers(config, doc: dict, given: int | None) -> int:
     if given:
         return given
@@ -39,11 +37,10 @@ def _layers(config, doc: dict, given: int | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dse.platform import load_platform
     from dse.report.export import jedi_config, load_result, trtexec_script
 
     config, doc = load_result(args.result)
-    from dse.platform import load_platform
-
     platform = load_platform(args.platform or config.platform)
     if args.format == "jedi":
         bench = {}

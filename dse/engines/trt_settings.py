@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from dse.engines.base import StageBuild
 from dse.errors import BuildRefused, DseError, choices_error
+from dse.platform import toolkit_version_tuple
 
 TRT_PRECISIONS = ("fp32", "fp16", "int8")
 # settings that change how or where an engine is built/loaded but not the engine itself: kept out of the key
@@ -44,24 +45,18 @@ class TrtPlatform:
     @classmethod
     def from_platform(cls, platform, **overrides) -> "TrtPlatform":
         """From a ``dse.platform.Platform`` (board model, toolkit 'tensorrt-8.6.1', DLA PEs)."""
-        version = str(platform.toolkit_version).lower().removeprefix("tensorrt-").removeprefix("trt-")
+        version = ".".join(str(v) for v in parse_version(platform.toolkit_version))
         dla = sum(1 for pe in platform.pes.values() if str(pe.type).lower() == "dla")
         return cls(**{"board_model": platform.board_model, "trt_version": version, "dla_cores": dla, **overrides})
 
 
 def parse_version(text: str) -> tuple[int, ...]:
-    """'8.6.1.6' -> (8, 6, 1, 6); only the leading numeric fields count ('10.0.0b6' -> (10, 0, 0))."""
-    parts = []
-    for piece in str(text).split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-        if m.end() != len(piece):
-            break
-    if not parts:
+    """'8.6.1.6' -> (8, 6, 1, 6), '10.0.0b6' -> (10, 0, 0), 'tensorrt-8.5.2' -> (8, 5, 2)
+    (``dse.platform.toolkit_version_tuple``, strict: a text without a version is an error)."""
+    version = toolkit_version_tuple(text)
+    if version is None:
         raise DseError(f"cannot parse TensorRT version {text!r}; expected e.g. '8.6.1'")
-    return tuple(parts)
+    return version
 
 
 SUPPORTED_VERSIONS = "8.5 to 10.x (weakly typed) and 11.x (strongly typed)"

@@ -3,7 +3,8 @@
 The cache is keyed by the configuration's canonical hash (and the re-run index, for confirmations) and seeded
 from Parquet files of earlier phases and runs, taking only rows of the same measurement context (a changed
 platform definition or sample size makes earlier answers stale) and only answers that may be replayed: an
-``error`` row is kept on disk and counted, but the next run measures that configuration again. Every new
+``error`` row is kept on disk and counted, but the next evaluator that is asked for that configuration (the next
+phase of the run, or the next run) measures it again; one evaluator asks the backend once. Every new
 measurement is appended (atomically) to this job's own file before the strategy sees it, so a killed run
 resumes where it stopped.
 
@@ -37,7 +38,7 @@ class Evaluator:
         self.cache: dict[tuple[str, int], Measurement] = {}
         self.measured = 0          # new measurements made by this evaluator
         self.reused = 0            # answers served from the cache
-        self.stale_errors = 0      # error rows of earlier runs that were not replayed
+        self.stale_errors = 0      # error rows of earlier phases or runs, not replayed
         files = list(cache_files) + ([self.store] if self.store else [])
         for path in files:
             for row in read(path, context=context).to_dict("records"):
@@ -66,7 +67,7 @@ class Evaluator:
         if self.store:
             append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed, repeat=repeat,
                                                 engines_built=engines_built, context=self.context)])
-        self.cache[key] = m        # within this process an error is not retried at once (the next run retries)
+        self.cache[key] = m        # one evaluator does not retry an error at once (the next phase or run does)
         self.measured += 1
         if self.on_measure:
             self.on_measure(m, phase, strategy)

@@ -23,15 +23,16 @@ from dse.report.tables import markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
 
-def engine_types(option: str, n_keys: int, space) -> list[str]:
-    """PE type of each engine key of a configuration (an interleaved stage builds a GPU and a DLA engine)."""
-    types = ["DLA" if t in ("DLA", "PND") else "GPU" if t == space.main_pe else t for t in space.stages(option)]
-    if n_keys != len(types):
-        types = ["GPU"] + ["DLA"] * (n_keys - 1)
-    return types
+def engine_types(option: str, n_keys: int, platform) -> list[str]:
+    """PE type of each engine key of a configuration: one engine per stage, of its stage's PE type (an
+    interleaved stage builds a GPU engine and one DLA engine for both cores)."""
+    stages = platform.option(option).stages
+    if any(s.interleaved for s in stages):
+        return (["GPU"] + ["DLA"] * (n_keys - 1))[:n_keys]
+    return [s.pe_type.upper() for s in stages]
 
 
-def method_cost(asked, space, frames: int, costs) -> dict:
+def method_cost(asked, platform, frames: int, costs) -> dict:
     """Engines and board hours (``costs``: a ``dse.platform.BoardCosts``) of the distinct configurations one
     method asked for."""
     engines: dict[str, set] = {}
@@ -39,8 +40,8 @@ def method_cost(asked, space, frames: int, costs) -> dict:
     for _, m in asked:
         run_s += costs.run_s(frames, m.fps if m.ok else 0.0)
         keys = list(m.engine_keys or [])
-        if m.config.option in space.options:
-            for t, k in zip(engine_types(m.config.option, len(keys), space), keys):
+        if m.config.option in platform.options:
+            for t, k in zip(engine_types(m.config.option, len(keys), platform), keys):
                 engines.setdefault(t, set()).add(k)
     build_s = sum(costs.build_s(t) * len(ks) for t, ks in engines.items())
     return {"engines": {t: len(ks) for t, ks in engines.items()}, "board_hours": (run_s + build_s) / 3600.0}
@@ -56,7 +57,7 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
     rows = []
     for method, r in results.items():
         m = r["measurement"]
-        cost = method_cost(r["asked"], cmp.space, frames, cmp.ctx.platform.board_costs)
+        cost = method_cost(r["asked"], cmp.backend.platform, frames, cmp.ctx.platform.board_costs)
         c = m.config if m is not None else None
         fps = float(m.fps) if m is not None and m.ok else 0.0
         curve = anytime(r["asked"])

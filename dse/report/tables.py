@@ -5,6 +5,8 @@ import json
 
 import pandas as pd
 
+from dse.store import RETRIED_STATUSES
+
 def proposed_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The proposed method's measurements: the comparison's methods label their phases '<method>/<phase>'."""
     return frame[~frame["phase"].str.contains("/", regex=False)]
@@ -36,7 +38,7 @@ def board_hours(frame: pd.DataFrame, frames: int, costs) -> float:
 
 def errors(frame: pd.DataFrame) -> pd.DataFrame:
     """Measurements that failed for a reason that may pass (the next run tries them again)."""
-    return frame[frame["status"].isin(["error", "failed"])]
+    return frame[frame["status"].isin(RETRIED_STATUSES)]
 
 
 def best_row(best: dict) -> dict:

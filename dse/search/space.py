@@ -75,17 +75,22 @@ class SearchSpace:
 
     @classmethod
     def for_backend(cls, analysis, backend) -> "SearchSpace":
-        """The network's cut structure and the backend's platform options, with the backend's per-layer GPU
-        profile where it declares one (strategies that want it call it; nothing else sees the backend)."""
-        from dse.backends.base import GPU_LAYER_PROFILE, supports
+        """The network's cut structure and the backend's platform options (see ``for_platform``)."""
+        return cls.for_platform(analysis, backend.platform, lambda: backend)
 
-        platform = backend.platform
+    @classmethod
+    def for_platform(cls, analysis, platform, backend: Callable[[], object]) -> "SearchSpace":
+        """The network's cut structure and the platform's options, with the per-layer GPU profile where the
+        platform's backend declares one: ``backend()`` makes it on first use, so a phase that never asks for
+        the profile never builds a backend (strategies see only the profile, never the backend)."""
+        from dse.backends import capabilities_of
+        from dse.backends.base import GPU_LAYER_PROFILE
+
         profile = None
-        if supports(backend, GPU_LAYER_PROFILE):
-            s = backend.settings
-
+        if GPU_LAYER_PROFILE in capabilities_of(platform.backend):
             def profile() -> list[float]:
-                return backend.gpu_layer_profile(s.precision, s.batch)
+                measuring = backend()
+                return measuring.gpu_layer_profile(measuring.settings.precision, measuring.settings.batch)
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                    check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=platform.stage_kinds(),
                    main_pe=platform.main_kind, gpu_layer_profile=profile)

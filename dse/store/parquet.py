@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from dse.errors import DseError
 from dse.store.atomic import write_bytes_atomic
-from dse.store.schema import COLUMN_DEFAULTS, LEGACY_STATUS, SCHEMA
+from dse.store.schema import COLUMN_DEFAULTS, RETRIED_STATUSES, SCHEMA
 
 
 def _table(rows: list[dict] | pd.DataFrame, schema: pa.Schema = SCHEMA) -> pa.Table:
@@ -81,7 +81,7 @@ def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHE
     frames = [f for f in frames if len(f)]
     frame = pd.concat(frames, ignore_index=True) if frames else schema.empty_table().to_pandas()
     if len(frame):
-        errors = frame["status"].map(lambda s: LEGACY_STATUS.get(s, s)) == "error"
+        errors = frame["status"].isin(RETRIED_STATUSES)
         kept = frame[~errors].drop_duplicates(subset=["config_hash", "repeat"], keep="first")
         frame = pd.concat([kept, frame[errors]]).sort_index().reset_index(drop=True)
     write_atomic(_table(frame, schema), output)

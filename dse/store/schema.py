@@ -124,6 +124,8 @@ def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
 
 # files written before failures were told apart: a "failed" row may have been anything, so it is retried
 LEGACY_STATUS = {"failed": "error"}
+# stored statuses of measurements that are never replayed (the next phase or run measures them again)
+RETRIED_STATUSES = ("error", *LEGACY_STATUS)
 
 
 def row_to_measurement(row: dict) -> Measurement:

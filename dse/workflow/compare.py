@@ -119,7 +119,7 @@ class Comparison:
         return RecordingProbe(ev, strategy=method, phase_prefix=slug)
 
     def proposed_rows(self) -> pd.DataFrame:
-        from dse.store import read
+        from dse.store import RETRIED_STATUSES, read
 
         files = [p for pat in PROPOSED_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
         frames = [read(p, context=self.ctx.measurement_context) for p in files]
@@ -128,7 +128,7 @@ class Comparison:
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
         frame = frame[frame["strategy"] == "proposed"]
         # one row per configuration: its answer, or its error where no later try succeeded
-        retry = frame["status"].isin(["error", "failed"])
+        retry = frame["status"].isin(RETRIED_STATUSES)
         frame = frame.assign(_retry=retry).sort_values(["_retry", "timestamp"]).drop_duplicates("config_hash")
         return frame.drop(columns="_retry").sort_values("timestamp").reset_index(drop=True)
 

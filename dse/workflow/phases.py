@@ -102,7 +102,7 @@ class RunContext:
     def space(self):
         from dse.search import SearchSpace
 
-        return SearchSpace.for_backend(self.analysis, self.backend)
+        return SearchSpace.for_platform(self.analysis, self.platform, lambda: self.backend)
 
     @property
     def base(self) -> Configuration:
@@ -144,7 +144,7 @@ def _progress(label: str):
 
 
 def _done(label: str, ev: Evaluator, best: float) -> None:
-    retried = f", {ev.stale_errors} earlier error(s) retried" if ev.stale_errors else ""
+    retried = f", {ev.stale_errors} earlier error row(s) not replayed" if ev.stale_errors else ""
     print(f"[{label}] done: {ev.measured} measured, {ev.reused} reused from cache{retried}, best {best:.1f} FPS",
           file=sys.stderr, flush=True)
 

@@ -29,7 +29,7 @@ def _yaml(content) -> str:
 def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
     """The parts of a composed config, each validated by the object a job builds from it, and the mapping
     options the run explores (``search.options``, else every option of the platform)."""
-    from dse.backends.base import MeasureSettings
+    from dse.backends import MeasureSettings, validate_backend
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
     from dse.search.settings import SearchSettings
@@ -37,8 +37,8 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
 
     platform = OmegaConf.to_container(cfg.platform, resolve=True)
     loaded = load_platform(platform)
-    if loaded.backend == "sim":
-        loaded.require_model("sim")
+    measure = MeasureSettings.from_config(cfg)
+    validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     settings = SearchSettings.from_dict(search)
     for option in settings.options:
@@ -46,7 +46,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
     source = model_source(cfg)
     check_model_source(source)
     compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
-    parts = {"model": source, "platform": platform, "measure": MeasureSettings.from_config(cfg).to_dict(),
+    parts = {"model": source, "platform": platform, "measure": measure.to_dict(),
              "search": settings.to_dict(), "compare": compare.to_dict()}
     return parts, tuple(settings.options or loaded.options)
 

@@ -49,7 +49,8 @@ class SimBackend:
 
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None):
         self.platform: Platform = load_platform(platform)
-        self.platform.require_model(self.name)
+        self.settings = settings or MeasureSettings()
+        self.validate(self.platform, self.settings)
         self.analysis = None
         if isinstance(source, LayerTable):
             self.table = source
@@ -58,10 +59,13 @@ class SimBackend:
             self.table = layer_table(frame_of(source), digest=getattr(source, "digest", None))
         else:
             self.table = layer_table(source)
-        self.settings = settings or MeasureSettings()
         self.input_size = int(self.settings.input_size or self._guess_input_size())
         self.engine_cache = engine_cache
         self._models: dict[int, CostModel] = {}
+
+    @classmethod
+    def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
+        platform.require_model(cls.name)
 
     # ---- setup -----------------------------------------------------------------------------------
     def _guess_input_size(self) -> int:
@@ -142,12 +146,12 @@ class SimBackend:
             if spec.pe_type == "gpu":
                 cores = [None] * s
             elif spec.pnd:
-                cores = [dla_names.index(spec.pes[i % 2]) for i in range(s)]  # streams alternate between the cores
+                cores = [dla_names.index(spec.pes[i % len(spec.pes)]) for i in range(s)]  # streams alternate over the cores
             else:
                 cores = [dla_names.index(spec.pes[0])] * s
             runtimes.append(StageRuntime(phases=phases, stream_cores=cores, label=spec.label()))
             if spec.pe_type == "dla":
-                loadables += sc.loadables * (2 if spec.pnd else 1)
+                loadables += sc.loadables * len(spec.pes)
                 fallback += sc.fallback_layers
                 engines += len(set(cores))
                 for c in set(cores):

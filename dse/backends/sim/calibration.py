@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dse.backends.base import MeasureSettings
 from dse.backends.sim.backend import SimBackend
 from dse.configuration import Configuration
 
@@ -78,8 +79,9 @@ class Networks:
         if key not in self._backends:
             frame, feasible = self._frame(name, input_size)
             self.feasible[key] = feasible
-            self._backends[key] = SimBackend(self.platform, frame, preprocess=PREPROCESS.get(name, "resize"),
-                                             input_size=input_size, seed=self.seed, benchmark=name)
+            settings = MeasureSettings(benchmark=name, preprocess=PREPROCESS.get(name, "resize"),
+                                       input_size=input_size, seed=self.seed)
+            self._backends[key] = SimBackend(self.platform, frame, settings)
         return self._backends[key]
 
     def _frame(self, name: str, size: int):
