@@ -29,11 +29,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # Hydra overrides may follow the options (`dse measure --option A benchmark=yolov4`)
+        if hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
+            args.overrides = [*args.overrides, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
-    except DseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except DseError as exc:   # one line, whatever a library put into the message (a YAML parser's caret lines)
+        print("error: " + "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()), file=sys.stderr)
+        return 2
+    except OSError as exc:  # an unwritable, read-only or full location, a missing file: one line, not a traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

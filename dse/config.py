@@ -45,12 +45,16 @@ def split_overrides(overrides) -> list[str]:
             depth += 1
         elif ch in "]})":
             depth -= 1
+            if depth < 0:
+                raise DseError(f"unbalanced brackets in the overrides {str(overrides)!r}: a {ch!r} closes nothing")
         if depth == 0 and ch in ", \t\n":
             if cur.strip():
                 parts.append(cur.strip())
             cur = ""
         else:
             cur += ch
+    if depth:
+        raise DseError(f"unbalanced brackets in the overrides {str(overrides)!r}: {depth} bracket(s) not closed")
     if cur.strip():
         parts.append(cur.strip())
     return [p.strip("'\"") for p in parts]
@@ -63,6 +67,10 @@ def group_choices(group: str) -> list[str]:
 def _check_override_syntax(overrides: list[str]) -> None:
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~")
+        opened = sum(o.count(c) for c in "[{(") - sum(o.count(c) for c in "]})")
+        if opened:
+            raise DseError(f"unbalanced brackets in override {o!r}: " +
+                           (f"{opened} not closed" if opened > 0 else f"{-opened} closing bracket(s) too many"))
         if "=" not in o:
             raise DseError(f"override {o!r} is not key=value (e.g. benchmark=yolov4 precision=fp16 benchmark.input_size=512)")
         if key in GROUPS:
@@ -132,21 +140,43 @@ def _unknown_key(key: str, other_overrides: list[str]) -> str | None:
     return None
 
 
+TOP_LEVEL_KEYS = ("benchmark", "platform", "search", "compare", "precision", "batch", "seed", "results_dir",
+                  "reuse_from")
+BENCHMARK_KEYS = ("name", "model", "weights", "input_size", "input_shapes", "preprocess", "application", "image_dir",
+                  "calibration_cache", "sample_size", "warmup", "batch", "precision")
+MAX_SAMPLE_SIZE = 1_000_000
+MAX_BATCH = 4096
+
+
+def bounded_int(value, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int in lo..hi, or a DseError naming the key, the range and the value."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise DseError(f"{name} must be an integer in {lo:,}..{hi:,}, got {value!r}")
+    return value
+
+
 def validate(cfg: DictConfig) -> None:
+    """What can be checked on the composed config alone (platform-dependent bounds are checked when a run is
+    planned, ``dse.workflow.plan``): known keys (a ``+key=value`` override cannot smuggle in a typo), types and
+    ranges of every count."""
     from dse.configuration import PRECISIONS
 
+    for where, node, keys in (("the top level", cfg, TOP_LEVEL_KEYS), ("benchmark", cfg.benchmark, BENCHMARK_KEYS)):
+        unknown = sorted(set(node) - set(keys))
+        if unknown:
+            raise DseError(f"unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(keys)}")
     if cfg.precision not in PRECISIONS:
         raise choices_error("precision", cfg.precision, PRECISIONS)
     b = cfg.benchmark
-    for key in ("batch",):
-        if not isinstance(cfg[key], int) or cfg[key] < 1:
-            raise DseError(f"{key} must be an integer >= 1, got {cfg[key]!r}")
-    if not isinstance(b.input_size, int) or b.input_size < 32 or b.input_size % 32:
+    bounded_int(cfg.batch, "batch", 1, MAX_BATCH)
+    bounded_int(cfg.seed, "seed", 0, 2**32 - 1)
+    if bounded_int(b.input_size, "benchmark.input_size", 32, 8192) % 32:
         raise DseError(f"benchmark.input_size must be a positive multiple of 32, got {b.input_size!r}")
     if b.preprocess not in PREPROCESS:
         raise choices_error("benchmark.preprocess", b.preprocess, PREPROCESS)
-    if not isinstance(b.sample_size, int) or b.sample_size < 1:
-        raise DseError(f"benchmark.sample_size must be an integer >= 1, got {b.sample_size!r}")
+    bounded_int(b.sample_size, "benchmark.sample_size", 1, MAX_SAMPLE_SIZE)
+    if b.warmup is not None:
+        bounded_int(b.warmup, "benchmark.warmup", 0, MAX_SAMPLE_SIZE)
 
 
 def to_yaml(cfg: DictConfig) -> str:

@@ -72,12 +72,23 @@ class Configuration:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Configuration":
+        """From ``to_dict()`` output (or a hand-written best.yaml): a malformed field is a DseError naming it."""
+        from dse.errors import DseError
+
         d = dict(d)
-        d["cuts"] = tuple(d.get("cuts") or ())
-        d["streams"] = tuple(d.get("streams") or (1,))
-        d["extra"] = tuple(dict(d.get("extra") or {}).items())
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        ints = ("buffers", "pre_threads", "post_threads", "batch", "input_size")
+        try:
+            d["cuts"] = tuple(int(c) for c in (d.get("cuts") or ()))
+            d["streams"] = tuple(int(s) for s in (d.get("streams") or (1,)))
+            d["extra"] = tuple(dict(d.get("extra") or {}).items())
+            for name in ints:
+                if name in d:
+                    d[name] = int(d[name])
+            return cls(**{k: v for k, v in d.items() if k in known})
+        except (TypeError, ValueError) as exc:
+            fields = {k: d.get(k) for k in ("cuts", "streams", *ints) if k in d}
+            raise DseError(f"malformed configuration fields {fields}: {exc}") from None
 
     def canonical_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))

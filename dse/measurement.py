@@ -26,8 +26,8 @@ class Measurement:
     latency_ms_p99: float = 0.0
     util: dict[str, float] = field(default_factory=dict)
     cpu_util: float = 0.0
-    power_w: float = 0.0
-    energy_j_per_frame: float = 0.0
+    power_w: float | None = None              # None: not measured (e.g. no power rails on host-cpu)
+    energy_j_per_frame: float | None = None
     stage_ms: list[float] = field(default_factory=list)
     dla_loadables: int = 0
     fallback_layers: int = 0

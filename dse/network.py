@@ -43,10 +43,9 @@ def build_model(source: dict) -> onnx.ModelProto:
 
     model = source["model"]
     if model.endswith(".onnx"):
-        path = Path(model)
-        if not path.is_file():
-            raise DseError(f"benchmark.model {model!r}: no such file")
-        return onnx.load(str(path))
+        from dse.graph.model import read_model
+
+        return read_model(model)[0]
     if model.endswith(".cfg") and not Path(model).is_file():
         raise DseError(f"benchmark.model {model!r}: no such file")
     return zoo.build_network(model, input_size=source["input_size"], batch=source["batch"],

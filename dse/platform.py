@@ -86,10 +86,19 @@ class DlaRules:
 
 @dataclass(frozen=True)
 class Limits:
+    """What one configuration may ask of the board: every count a user or a strategy can set is bounded here
+    (a configuration beyond a limit is refused, naming it), so no input grows without bound."""
+
     max_dla_engines_total: int | None = None      # engines deserialized on the DLAs at once (a PND stage: 2)
     max_dla_loadables_per_core: int | None = None # DLA loadables per core (GPU fallback splits an engine into several)
     max_streams_per_stage: int = 16
     max_stages: int = 4
+    max_buffers: int = 256                        # frames in flight
+    max_threads: int | None = None                # pre- and post-processing threads each (None: 4 per CPU core)
+    max_batch: int = 256
+
+    def threads(self, cpu_cores: int) -> int:
+        return self.max_threads if self.max_threads is not None else 4 * max(1, cpu_cores)
 
 
 # The SDK's DLA limits per TensorRT major version (first version it applies to -> limits, source). A profile's
@@ -369,12 +378,22 @@ def _limits(d: Mapping, where: str, toolkit_version: str) -> Limits:
     unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
     if unknown:
         raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
-    by_version = dla_limits_for(toolkit_version)
-    return Limits(max_dla_engines_total=ld.get("max_dla_engines_total", by_version.get("max_dla_engines_total")),
-                  max_dla_loadables_per_core=ld.get("max_dla_loadables_per_core",
-                                                    by_version.get("max_dla_loadables_per_core")),
-                  max_streams_per_stage=int(ld.get("max_streams_per_stage", 16)),
-                  max_stages=int(ld.get("max_stages", 4)))
+    by_version = dla_limits_for(toolkit_version)   # a DLA limit left null (or out) follows the TensorRT version
+    default = Limits()
+    engines, loadables = ld.get("max_dla_engines_total"), ld.get("max_dla_loadables_per_core")
+    limits = Limits(max_dla_engines_total=by_version.get("max_dla_engines_total") if engines is None else engines,
+                    max_dla_loadables_per_core=(by_version.get("max_dla_loadables_per_core") if loadables is None
+                                                else loadables),
+                    max_streams_per_stage=ld.get("max_streams_per_stage", default.max_streams_per_stage),
+                    max_stages=ld.get("max_stages", default.max_stages),
+                    max_buffers=ld.get("max_buffers", default.max_buffers),
+                    max_threads=ld.get("max_threads", default.max_threads),
+                    max_batch=ld.get("max_batch", default.max_batch))
+    for name in Limits.__dataclass_fields__:
+        value = getattr(limits, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise DseError(f"{where}: limits.{name} must be a positive integer (or null), got {value!r}")
+    return limits
 
 
 def _declared_pes(d: Mapping, where: str) -> dict[str, PE]:

@@ -59,7 +59,7 @@ def test_config_show_cli(capsys):
     # the keys of the platform the other overrides select, not of the first file of the group
     (["platform.dla_rulez=1"], "unknown key 'platform.dla_rulez'; valid keys of platform: backend, board_model"),
     (["platform=host-cpu", "platform.corez=[0]"], "valid keys of platform: backend, board_model, cores, extra_options"),
-    (["platform.limits.max_foo=1"], "valid keys of platform.limits: max_stages, max_streams_per_stage"),
+    (["platform.limits.max_foo=1"], "valid keys of platform.limits: max_batch, max_buffers, max_dla_engines_total"),
     (["search.top_kk=1"], "valid keys of search: cpu_ratio, degradation"),
 ])
 def test_misspelled_key_lists_the_keys_of_the_selected_file(overrides, message):

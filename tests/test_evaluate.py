@@ -12,7 +12,6 @@ from dse.engines.cache import EngineCache
 from dse.errors import DseError
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
-from dse.platform import load_platform, platform_from_dict
 from dse.search import SearchSettings, SearchSpace, maximize_phase
 from dse.store import read
 from dse.zoo import build_network
@@ -76,10 +75,14 @@ def test_a_bug_fails_loudly_and_records_nothing(analysis, tmp_path):
     assert not (tmp_path / "bug.parquet").exists() and ev.measured == 0
 
 
-def test_a_phase_with_nothing_measured_fails_naming_why(analysis):
-    raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["pes"] = {**raw["pes"], "GPU": {**raw["pes"]["GPU"], "precisions": ["fp32"]}}
-    board = SimBackend(platform_from_dict(raw), analysis, SETTINGS)
+def test_a_phase_with_nothing_measured_fails_naming_why(analysis, tmp_path):
+    """Every measurement errs (the engine of option E is corrupt on disk): the maximize phase fails and says
+    why, instead of handing 0 FPS to the next phase."""
+    cache = EngineCache(tmp_path / "engines", "xavier-agx-sim")
+    board = SimBackend("xavier-agx-sim", analysis, SETTINGS, engine_cache=cache)
+    assert board.measure(_config(analysis)).ok
+    for p in cache.dir.glob("*.json"):
+        p.write_text("{")
     space = SearchSpace.for_backend(analysis, board)
-    with pytest.raises(DseError, match="maximizer measured nothing on option E.*refused.*cannot run int8"):
+    with pytest.raises(DseError, match="maximizer measured nothing on option E.*error.*corrupt engine sidecar"):
         maximize_phase(space, Evaluator(board), _config(analysis), SearchSettings(max_buffers=4))

@@ -59,9 +59,10 @@ def test_trtexec_commands(xavier):
 
 def test_load_result_and_cli(tmp_path, capsys):
     best = tmp_path / "best.yaml"
-    best.write_text(yaml.safe_dump({"config": FIG35.to_dict(), "fps": 231.5, "n_layers": 269}))
+    found = FIG35.with_(cuts=(64, 187))      # feasible on our yolov4 (Fig. 3.5's cuts count the thesis' layers)
+    best.write_text(yaml.safe_dump({"config": found.to_dict(), "fps": 231.5, "n_layers": 269}))
     cfg, doc = load_result(best)
-    assert cfg == FIG35 and doc["fps"] == 231.5
+    assert cfg == found and doc["fps"] == 231.5
     plain = tmp_path / "c.json"
     plain.write_text(json.dumps(FIG35.to_dict()))
     assert load_result(plain)[0] == FIG35
@@ -70,11 +71,33 @@ def test_load_result_and_cli(tmp_path, capsys):
         load_result(tmp_path / "bad.json")
 
     assert main(["export", "jedi", str(best), "-o", str(tmp_path / "jedi.cfg")]) == 0
-    assert _libconfig_fields((tmp_path / "jedi.cfg").read_text())["cut_points"] == "52,134,268"
+    assert _libconfig_fields((tmp_path / "jedi.cfg").read_text())["cut_points"] == "64,187,268"
     capsys.readouterr()
+    plain.write_text(json.dumps(found.to_dict()))
     assert main(["export", "trtexec", str(plain), "--layers", "269"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("#!/bin/sh") and out.count("trtexec --onnx=") == 4
     host = tmp_path / "host.json"
     host.write_text(json.dumps(FIG35.with_(platform="host-cpu", option="1-1", cuts=(52,), streams=(1, 1)).to_dict()))
     assert main(["export", "jedi", str(host), "--layers", "269"]) == 2  # not a GPU/DLA platform: clear error
+
+
+@pytest.mark.parametrize("config, message", [
+    (FIG35, "infeasible cuts [52, 134]"),                                  # the same checks as a measurement
+    (FIG35.with_(cuts=(64, 187), precision="fp32"), "cannot run FP32"),
+    (FIG35.with_(cuts=(64, 187), streams=(1, 1, 1)), "PND"),
+    (FIG35.with_(cuts=(64, 187), option="Z"), "unknown mapping option 'Z'"),
+])
+def test_export_refuses_what_could_not_run(tmp_path, capsys, config, message):
+    path = tmp_path / "best.yaml"
+    path.write_text(yaml.safe_dump({"config": config.to_dict()}))
+    assert main(["export", "trtexec", str(path), "-o", str(tmp_path / "x.sh")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "x.sh").exists()
+
+
+def test_export_names_a_malformed_field(tmp_path, capsys):
+    doc = {"config": {**FIG35.to_dict(), "cuts": ["a", 3]}}
+    (tmp_path / "best.yaml").write_text(yaml.safe_dump(doc))
+    assert main(["export", "jedi", str(tmp_path / "best.yaml")]) == 2
+    assert "malformed configuration fields" in capsys.readouterr().err

@@ -358,7 +358,7 @@ def test_threshold_lowering_reaches_required_local_searches():
     assert all(a > b for a, b in zip(r.thresholds, r.thresholds[1:]))
     assert r.threshold == r.thresholds[-1] and r.local_searches >= 3
     # unreachable L: stops at T_min instead of looping
-    r2 = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings.with_(min_local_searches=10_000,
+    r2 = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings.with_(min_local_searches=1000,
                         t_min=0.5), "full", base=BASE)
     assert r2.thresholds[-1] == 0.5 and r2.local_searches < 10_000
     g = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings, "global", base=BASE)

@@ -31,7 +31,9 @@ def snakemake(cwd: Path, *args: str, check: bool = True) -> subprocess.Completed
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        text = proc.stdout + proc.stderr
+        at = text.find("Error in rule")
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{text[max(0, at - 3000):at + 3000]}")
     return proc
 
 
@@ -130,7 +132,7 @@ def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     assert set(merged["context"]) == set(cache["context"].iloc[before:])
 
 
-@pytest.mark.parametrize("override, message", [
+BAD_OVERRIDES = [
     ("benchmark=nope", "unknown benchmark 'nope'; valid choices:"),
     # settings of later phases are validated when the workflow is planned, not inside a job
     ("search.initial=bogus", "unknown search.initial 'bogus'; valid choices: auto, balanced, random"),
@@ -140,7 +142,19 @@ def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     # what the platform's backend cannot measure with at all
     ("platform=host-cpu,precision=int8", "platform host-cpu runs precision(s) fp32, not int8"),
     ("platform=xavier-agx", "INT8 engines need the network's TensorRT calibration cache"),
-])
+    # impossible or unbounded combinations
+    ("precision=fp32,search.options=[A]", "search.options names A, which cannot run here: stage 1 runs on DLA0"),
+    ("search.max_buffers=300", "search.max_buffers 300 exceeds the limit of 256 on xavier-agx-sim"),
+    ("search.max_buffers=100000000", "search.max_buffers must be an integer in 1..4,096"),
+    ("search.top_k=0", "search.top_k must be an integer in 1..1,000, got 0"),
+    ("batch=512", "batch 512 exceeds the limit of 256 on xavier-agx-sim (platform.limits.max_batch)"),
+    ("reuse_from=/nonexistent/run", "reuse_from='/nonexistent/run' is not a finished run directory"),
+    ("benchmark.model=/nonexistent/net.onnx", "benchmark.model '/nonexistent/net.onnx': no such file"),
+    ("platform.limits.max_buffers=0", "limits.max_buffers must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize("override, message", BAD_OVERRIDES)
 def test_bad_override_fails_before_any_job(tmp_path, override, message):
     wd = _workdir(tmp_path)
     proc = snakemake(wd, "--config", f"overrides=[{override}]", check=False)
@@ -166,13 +180,70 @@ def test_resume_after_interruption(tmp_path):
     proc.wait()
     before = pd.concat([read(f) for f in cache.glob("*.parquet")])
     assert len(before) >= 5 and not (wd / RUN / "best.yaml").exists()
-    shutil.rmtree(wd / ".snakemake" / "locks", ignore_errors=True)
+    # the README's recovery steps: unlock the directory the killed run locked, rerun its incomplete jobs
+    assert "Unlocked" in snakemake(wd, "--unlock", *args).stderr
     done = snakemake(wd, "--rerun-incomplete", *args)
     after = pd.read_parquet(wd / RUN / "measurements.parquet")
     assert after["config_hash"].is_unique
     assert set(before["config_hash"]) <= set(after["config_hash"])
     # the resumed jobs reused what the killed run had measured
     assert "reused from cache" in done.stderr
+    snakemake(wd, "--report", "report.html", *args)   # the README's HTML report of the finished run
+    assert (wd / "report.html").stat().st_size > 0
+
+
+def test_an_infrastructure_failure_fails_the_run_and_is_not_replayed(tmp_path):
+    """Corrupt engine-cache entries make every measurement an error: the run fails and says why (no
+    "best 0.0 FPS"); once the entries are gone the next run measures the same configurations for real."""
+    wd = _workdir(tmp_path)
+    args = ["--config", "overrides=[benchmark=tiny-chain,search.options=[E,A],benchmark.sample_size=200]"]
+    snakemake(wd, *args)
+    run = wd / "results/tiny-chain/xavier-agx-sim/int8-b1-64"
+    sidecars = sorted((wd / "results/engines/xavier-agx-sim").glob("*.json"))
+    for p in sidecars:
+        p.write_bytes(p.read_bytes()[:10])
+    shutil.rmtree(run / "cache")              # nothing to replay: every configuration is measured again
+    failed = snakemake(wd, "--forcerun", "maximize", *args, check=False)
+    out = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "maximizer measured nothing on option E" in out
+    assert "corrupt engine sidecar" in out and not (run / "maximize.json").exists()
+    assert set(read(run / "cache" / "maximize.parquet")["status"]) == {"error"}
+    for p in sidecars:                        # the operator removes the broken entries
+        p.unlink()
+    snakemake(wd, *args)
+    best = yaml.safe_load((run / "best.yaml").read_text())
+    frame = pd.read_parquet(run / "measurements.parquet")
+    assert best["fps"] > 0 and frame["fps"].max() == pytest.approx(best["fps"], rel=0.2)
+    ok = frame[frame["status"] == "ok"]
+    assert ok["config_hash"].is_unique and set(frame.loc[frame["status"] == "error", "config_hash"]) <= set(ok["config_hash"])
+
+
+def test_two_runs_of_one_job_lose_and_repeat_nothing(tmp_path):
+    """Two processes of one phase on one run directory (two runs that both got past Snakemake's lock) write one
+    file: every configuration is measured once and no row is lost, the same rows as one process alone."""
+    rows = {}
+    for name, copies in (("pair", 2), ("solo", 1)):
+        (tmp_path / name).mkdir()
+        wd = _workdir(tmp_path / name)
+        rel = "results/tiny-chain/xavier-agx-sim/int8-b1-64"
+        run = wd / rel
+        inputs = [f"{rel}/config/{part}.yaml" for part in ("platform", "measure", "search")] + [f"{rel}/cuts.json"]
+        snakemake(wd, *inputs, "--config", "overrides=[benchmark=tiny-chain,benchmark.sample_size=200]")
+        procs = [subprocess.Popen([sys.executable, "-m", "dse", "workflow", "maximize", str(run)], cwd=wd,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(copies)]
+        assert all(p.wait(timeout=300) == 0 for p in procs), [p.stderr.read() for p in procs]
+        frame = read(run / "cache" / "maximize.parquet")
+        assert not frame.duplicated(["config_hash", "repeat"]).any(), f"{name}: a configuration measured twice"
+        rows[name] = set(frame["config_hash"])
+    assert rows["pair"] == rows["solo"], "rows lost or added by the concurrent run"
+
+
+def test_a_changed_reuse_from_reruns_what_reads_it(finished):
+    """reuse_from is a search setting: changing it reruns the searches (it was once recorded without effect)."""
+    wd, _ = finished
+    proc = snakemake(wd, "-n", "--config", f"overrides={FAST[:-1]},reuse_from={wd / RUN}]")
+    jobs = _jobs(proc)
+    assert "explore_option" in jobs and "search" in jobs and "analyze" not in jobs
 
 
 def test_host_cpu_platform_unchanged(tmp_path):
@@ -185,3 +256,23 @@ def test_host_cpu_platform_unchanged(tmp_path):
     assert best["backend"] == "ort" and best["fps"] > 0
     assert set(frame["backend"]) == {"ort"} and frame["config_hash"].is_unique
     assert set(frame["option"]) >= {"E", "1-1"} or len(os.sched_getaffinity(0)) != 2
+
+
+def test_the_readme_duckdb_query_runs_on_the_measurements(finished):
+    """The query the README shows, on a run's measurements.parquet: typed columns, nulls for what was not
+    measured (a refused row has no FPS), maps and lists usable in SQL."""
+    import re
+
+    import duckdb
+
+    wd, _ = finished
+    readme = (REPO / "README.md").read_text()
+    sql = re.search(r'duckdb\.sql\(\\"(.*?)\\"\)', readme).group(1)
+    path = str(wd / RUN / "measurements.parquet")
+    rows = duckdb.sql(sql.replace("results/yolov4/xavier-agx-sim/int8-b1-416/measurements.parquet", path)).fetchall()
+    assert rows and rows[0][1] == max(r[1] for r in rows) > 0
+    typed = duckdb.sql(f"SELECT util['GPU'], len(stage_ms), cuts, typeof(timestamp) FROM '{path}' "
+                       "WHERE status = 'ok' LIMIT 1").fetchall()[0]
+    assert 0 <= typed[0] <= 1 and typed[1] >= 1 and isinstance(typed[2], list) and typed[3] == "TIMESTAMP WITH TIME ZONE"
+    nulls = duckdb.sql(f"SELECT count(*) FROM '{path}' WHERE status != 'ok' AND fps IS NOT NULL").fetchall()[0][0]
+    assert nulls == 0

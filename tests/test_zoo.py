@@ -322,7 +322,7 @@ def test_cli_errors_are_messages(tmp_path, capsys):
     assert main(["zoo", "build", "yolov9", "-o", str(tmp_path / "x.onnx")]) == 2
     assert "unknown network 'yolov9'" in capsys.readouterr().err
     bad = tmp_path / "bad.cfg"
-    bad.write_text(NET.format(w=8, h=8, c=3) + "[convolutional]\nactivation=elu\n")
+    bad.write_text(NET.format(w=8, h=8, c=3) + "[convolutional]\nfilters=4\nactivation=elu\n")
     assert main(["zoo", "build", str(bad), "-o", str(tmp_path / "bad.onnx")]) == 2
     assert "unknown activation 'elu'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [bad]

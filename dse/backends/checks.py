@@ -23,6 +23,20 @@ def check_layout(config: Configuration, platform: Platform) -> str | None:
     if len(config.streams) != option.n_stages:
         return (f"option {config.option} has {option.n_stages} stage(s) but streams {list(config.streams)} "
                 f"has {len(config.streams)} entries")
+    return check_bounds(config, platform)
+
+
+def check_bounds(config: Configuration, platform: Platform) -> str | None:
+    """Every count of the configuration within the platform's limits (``Limits``), naming the limit."""
+    lim = platform.limits
+    bounds = [("buffers", config.buffers, lim.max_buffers, "max_buffers"),
+              ("pre_threads", config.pre_threads, lim.threads(platform.cpu_cores), "max_threads"),
+              ("post_threads", config.post_threads, lim.threads(platform.cpu_cores), "max_threads"),
+              ("batch", config.batch, lim.max_batch, "max_batch"),
+              ("streams of a stage", max(config.streams), lim.max_streams_per_stage, "max_streams_per_stage")]
+    for what, value, limit, key in bounds:
+        if value > limit:
+            return f"{what} {value} exceeds the limit of {limit} on {platform.name} (platform.limits.{key})"
     return None
 
 
@@ -38,24 +52,30 @@ def check_cuts(config: Configuration, analysis) -> str | None:
 
 
 def check_stages(config: Configuration, platform: Platform) -> str | None:
-    """What the SDK refuses per stage on a Jetson (a ``dse.platform.Platform``): a precision a stage's PEs
-    cannot run, a batch above the DLA's, a PND stage with fewer streams than cores, too many streams."""
+    """What the SDK refuses per stage: a precision a stage's PEs cannot run, a batch above the DLA's, a PND
+    stage with fewer streams than PEs."""
     option = platform.options[config.option]
-    dla_precisions = platform.precisions_of("dla")
     for k, (spec, s) in enumerate(zip(option.stages, config.streams), start=1):
-        if spec.pe_type == "dla":
-            if config.precision not in dla_precisions:
-                return (f"stage {k} is on a DLA, which cannot run {config.precision.upper()} "
-                        f"(precision={config.precision}; it supports {', '.join(sorted(dla_precisions))})")
-            if platform.dla_rules and config.batch > platform.dla_rules.max_batch:
-                return f"batch {config.batch} exceeds the DLA maximum batch {platform.dla_rules.max_batch}"
-            if spec.pnd and s < len(spec.pes):
-                return (f"stage {k} is PND ({len(spec.pes)} DLA cores) and needs at least {len(spec.pes)} "
-                        f"streams, got {s}")
-        elif config.precision not in platform.precisions_of("gpu"):
-            return f"the GPU of {platform.name} cannot run {config.precision}"
-        elif spec.interleaved and config.precision not in dla_precisions:
-            return f"stage {k} interleaves frames over the GPU and the DLAs, which cannot run {config.precision}"
-        if s > platform.limits.max_streams_per_stage:
-            return f"stage {k} has {s} streams, more than the limit {platform.limits.max_streams_per_stage}"
+        lacking = [pe for pe in platform.stage_pes(spec) if config.precision not in pe.precisions]
+        if lacking:
+            return (f"stage {k} runs on {lacking[0].name}, which cannot run {config.precision.upper()} "
+                    f"(precision={config.precision}; it runs {', '.join(lacking[0].precisions)})")
+        if spec.pe_type == "dla" and platform.dla_rules and config.batch > platform.dla_rules.max_batch:
+            return f"batch {config.batch} exceeds the DLA maximum batch {platform.dla_rules.max_batch}"
+        if spec.pnd and s < len(spec.pes):
+            return f"stage {k} is PND ({len(spec.pes)} PEs) and needs at least {len(spec.pes)} streams, got {s}"
     return None
+
+
+def unrunnable_options(platform: Platform, precision: str, batch: int) -> dict[str, str]:
+    """Option -> why none of its configurations can run at this precision and batch (``check_stages`` of its
+    most permissive configuration): such options are not explored, and the report says why."""
+    out = {}
+    for name, option in platform.options.items():
+        widest = tuple(max(2, len(s.pes)) for s in option.stages)   # enough streams for any stage
+        probe = Configuration(benchmark="", platform=platform.name, option=name,
+                              cuts=tuple(range(option.n_stages - 1)), streams=widest, precision=precision, batch=batch)
+        reason = check_stages(probe, platform)
+        if reason:
+            out[name] = reason
+    return out

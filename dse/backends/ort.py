@@ -73,9 +73,6 @@ class OrtBackend:
         if config.precision not in precisions:
             return (f"platform {p.name} runs precision(s) {', '.join(precisions)}, not {config.precision} "
                     f"(set precision=fp32)")
-        if max(config.streams) > p.limits.max_streams_per_stage:
-            return (f"at most {p.limits.max_streams_per_stage} streams per stage on {p.name}, "
-                    f"got {list(config.streams)}")
         shape = next(iter(self.analysis.inputs.values()), [])
         if shape and shape[0] != config.batch:
             return f"the analysed network has batch {shape[0]}; configuration asks for batch {config.batch}"

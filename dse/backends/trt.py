@@ -91,8 +91,10 @@ def measurement_from_result(config: Configuration, result: dict, **extra) -> Mea
                         latency_ms_p50=float(result.get("latency_ms_p50", 0.0)),
                         latency_ms_p99=float(result.get("latency_ms_p99", 0.0)),
                         util={str(k): float(v) for k, v in (result.get("util") or {}).items()},
-                        cpu_util=float(result.get("cpu_util", 0.0)), power_w=float(result.get("power_w", 0.0)),
-                        energy_j_per_frame=float(result.get("energy_j_per_frame", 0.0)),
+                        cpu_util=float(result.get("cpu_util", 0.0)),
+                        power_w=None if result.get("power_w") is None else float(result["power_w"]),
+                        energy_j_per_frame=(None if result.get("energy_j_per_frame") is None
+                                            else float(result["energy_j_per_frame"])),
                         stage_ms=[float(x) for x in result.get("stage_ms") or []],
                         measure_s=float(result.get("measure_s", 0.0)), backend="trt")
     for k, v in extra.items():

@@ -112,14 +112,15 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
             e.close()
     if not res.ok:
         return failed("run failed: %s" % res.error)
-    power = stats.summary(t1 - res.window_s, t1) if stats is not None else {"power_w": 0.0, "gpu_util": None}
+    power = stats.summary(t1 - res.window_s, t1) if stats is not None else {"power_w": None, "gpu_util": None}
     util = dict(res.util)
     if power.get("gpu_util") is not None:
         util["GPU_tegrastats"] = power["gpu_util"]
-    power_w = float(power.get("power_w") or 0.0)
+    power_w = power.get("power_w")   # None: no tegrastats samples, so no power figure (not 0 W)
     return {"status": "ok", "reason": "", "fps": res.fps, "latency_ms_p50": res.latency_ms_p50,
             "latency_ms_p99": res.latency_ms_p99, "util": util, "stage_util": res.stage_util,
             "stage_ms": res.stage_ms, "cpu_util": res.cpu_util, "power_w": power_w,
-            "energy_j_per_frame": power_w / res.fps if res.fps > 0 else 0.0, "frames": res.frames,
+            "energy_j_per_frame": power_w / res.fps if power_w is not None and res.fps > 0 else None,
+            "frames": res.frames,
             "window_s": res.window_s, "load_s": load_s, "measure_s": t1 - t0,
             "tegrastats": {k: v for k, v in power.items() if k != "power_w"}, "versions": versions()}

@@ -76,5 +76,5 @@ class TegraStats(object):
         inside = [s for t, s in self.samples if lo <= t <= hi] or [s for _, s in self.samples]
         powers = [s["power_w"] for s in inside if s["power_w"] is not None]
         gpus = [s["gpu_util"] for s in inside if s["gpu_util"] is not None]
-        return {"power_w": sum(powers) / len(powers) if powers else 0.0,
+        return {"power_w": sum(powers) / len(powers) if powers else None,
                 "gpu_util": sum(gpus) / len(gpus) if gpus else None, "samples": len(inside), "error": self.error}

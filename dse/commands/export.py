@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dse.errors import DseError
+from dse.store.atomic import write_text_atomic
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("export", help="export a configuration as a JEDI config or trtexec commands",
@@ -22,43 +25,56 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _layers(config, doc: dict, given: int | None) -> int:
-    if given:
-        return given
-    for key in ("n_layers", "layers"):
-        if isinstance(doc.get(key), int):
-            return int(doc[key])
-    from dse.config import compose_config
+def _analysis(config):
+    """The analysed network of the configuration's benchmark, or None when it is not one of config/."""
+    from dse.config import compose_config, group_choices
     from dse.network import load_analysis
 
-    cfg = compose_config([f"benchmark={config.benchmark}", f"benchmark.input_size={config.input_size}",
-                          f"batch={config.batch}"])
-    return len(load_analysis(cfg).layers)
+    if config.benchmark not in group_choices("benchmark"):
+        return None
+    return load_analysis(compose_config([f"benchmark={config.benchmark}", f"benchmark.input_size={config.input_size}",
+                                         f"batch={config.batch}"]))
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from dse.backends.checks import check_cuts
     from dse.platform import load_platform
     from dse.report.export import jedi_config, load_result, trtexec_script
 
     config, doc = load_result(args.result)
     platform = load_platform(args.platform or config.platform)
+    analysis = _analysis(config)
+    if analysis is None:
+        print(f"note: benchmark {config.benchmark!r} is not in config/benchmark: its cuts are not checked",
+              file=sys.stderr)
+    else:
+        reason = check_cuts(config, analysis)
+        if reason:
+            raise DseError(f"{args.result}: {reason}")
     if args.format == "jedi":
+        if args.layers:
+            n_layers = args.layers
+        elif isinstance(doc.get("n_layers"), int):
+            n_layers = int(doc["n_layers"])
+        elif analysis is not None:
+            n_layers = len(analysis.layers)
+        else:
+            raise DseError(f"the layer count of {config.benchmark!r} is unknown: give --layers N")
         bench = {}
-        try:
+        if analysis is not None:
             from dse.config import compose_config
 
             bench = compose_config([f"benchmark={config.benchmark}"]).benchmark
-        except Exception:  # a benchmark outside config/: defaults
-            pass
-        text = jedi_config(config, platform, n_layers=_layers(config, doc, args.layers), onnx_path=args.onnx,
+        text = jedi_config(config, platform, n_layers=n_layers, onnx_path=args.onnx,
                            sample_size=int(bench.get("sample_size", 5000)) if bench else None,
                            application=str(bench.get("application", "yolo")) if bench else "yolo")
     else:
         model = str(doc.get("model") or config.benchmark)
         text = trtexec_script(config, platform, model=model, stage_dir=args.stage_dir, engine_dir=args.engine_dir)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
+        write_text_atomic(args.output, text)
         print(f"wrote {args.output}")
     else:
         print(text, end="")

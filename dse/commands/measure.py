@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from dse.errors import DseError
 
@@ -40,6 +42,8 @@ def run(args) -> int:
     from dse.network import load_analysis
     from dse.workflow.phases import base_configuration
 
+    if args.gantt and Path(args.gantt).is_dir():   # before measuring: a refused output writes nothing
+        raise DseError(f"{args.gantt} is a directory: give a file path to write to")
     cfg = compose_config(args.overrides)
     cuts = _int_list(args.cuts, "cuts")
     streams = _int_list(args.streams, "streams") or (1,) * (len(cuts) + 1)
@@ -62,6 +66,8 @@ def run(args) -> int:
                                                  f"{m.fps:.1f} FPS")
     if args.json:
         print(json.dumps(m.to_dict(), indent=1, sort_keys=True))
+    elif not m.ok:   # one line on stderr, exit 1: the board refused or failed (exit 2 is for bad input)
+        print(f"{m.status}: {m.reason}", file=sys.stderr)
     else:
         _print(m)
     return 0 if m.ok else 1
@@ -72,10 +78,9 @@ def _print(m) -> None:
     print(f"{c.benchmark} on {c.platform}: option {c.option} cuts {list(c.cuts)} streams {list(c.streams)} "
           f"pre {c.pre_threads} post {c.post_threads} buffers {c.buffers} {c.precision} batch {c.batch} "
           f"{c.input_size}x{c.input_size}")
-    if not m.ok:
-        print(f"{m.status.upper()}: {m.reason}")
-        return
     util = " ".join(f"{k} {v:.0%}" for k, v in m.util.items())
     print(f"{m.fps:.1f} FPS  latency p50 {m.latency_ms_p50:.2f} ms p99 {m.latency_ms_p99:.2f} ms  util {util}")
-    print(f"power {m.power_w:.1f} W  energy {m.energy_j_per_frame * 1000:.1f} mJ/frame  stage ms "
+    power = ("power not measured" if m.power_w is None
+             else f"power {m.power_w:.1f} W  energy {m.energy_j_per_frame * 1000:.1f} mJ/frame")
+    print(f"{power}  stage ms "
           f"{[round(s, 3) for s in m.stage_ms]}  DLA loadables {m.dla_loadables}  fallback layers {m.fallback_layers}")

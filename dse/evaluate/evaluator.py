@@ -8,12 +8,18 @@ phase of the run, or the next run) measures it again; one evaluator asks the bac
 measurement is appended (atomically) to this job's own file before the strategy sees it, so a killed run
 resumes where it stopped.
 
+Concurrent writers: a measurement is taken and appended while holding the job file's lock, after re-reading
+the files other processes changed since; two runs of one job started together therefore neither lose rows
+(the read-modify-write of an append is serialized) nor measure a configuration twice (the second finds the
+first's row).
+
 Failures are told apart: the backend returns ``refused`` / ``error`` measurements itself; a ``DseError`` it
 raises is infrastructure trouble (a corrupt cache entry, an unreachable board) and becomes an ``error`` row;
 any other exception is a bug of ours: it propagates, the job fails, nothing is recorded.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -21,7 +27,7 @@ from typing import Callable, Iterable
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
-from dse.store import append, measurement_row, read, row_to_measurement
+from dse.store import append, measurement_row, read, row_to_measurement, store_lock
 
 
 class Evaluator:
@@ -38,15 +44,28 @@ class Evaluator:
         self.cache: dict[tuple[str, int], Measurement] = {}
         self.measured = 0          # new measurements made by this evaluator
         self.reused = 0            # answers served from the cache
-        self.stale_errors = 0      # error rows of earlier phases or runs, not replayed
-        files = list(cache_files) + ([self.store] if self.store else [])
-        for path in files:
-            for row in read(path, context=context).to_dict("records"):
+        self._stale: set[tuple[str, int]] = set()   # configurations with an error row of an earlier phase or run
+        self._files = list(cache_files) + ([self.store] if self.store else [])
+        self._read_as: dict[Path, tuple[int, int]] = {}   # file -> (mtime_ns, size) when last read
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Load the rows of every cache file that changed since it was last read."""
+        for path in map(Path, self._files):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            if self._read_as.get(path) == (stat.st_mtime_ns, stat.st_size):
+                continue
+            self._read_as[path] = (stat.st_mtime_ns, stat.st_size)
+            for row in read(path, context=self.context).to_dict("records"):
                 m = row_to_measurement(row)
+                key = (row["config_hash"], int(row["repeat"]))
                 if m.replayable:
-                    self.cache.setdefault((row["config_hash"], int(row["repeat"])), m)
-                else:
-                    self.stale_errors += 1
+                    self.cache.setdefault(key, m)
+                elif key not in self.cache:   # (this evaluator's own errors are in its cache)
+                    self._stale.add(key)
 
     def evaluate(self, config: Configuration, *, phase: str, strategy: str, repeat: int = 0) -> Measurement:
         """The measurement of ``config`` (``repeat`` > 0: an independent re-run, cached under its index)."""
@@ -54,24 +73,40 @@ class Evaluator:
         if key in self.cache:
             self.reused += 1
             return self.cache[key]
-        started = time.perf_counter()
-        before = self.engines_built()
-        try:
-            m = self.backend.measure(config, repeat=repeat)
-        except DseError as exc:  # infrastructure trouble the backend could not classify: may pass, retried next run
-            m = Measurement.error(config, str(exc), backend=self.backend.name)
-        if not m.measure_s:
-            m.measure_s = time.perf_counter() - started
-        after = self.engines_built()
-        engines_built = {pe: n - before.get(pe, 0) for pe, n in after.items() if n - before.get(pe, 0)}
-        if self.store:
-            append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed, repeat=repeat,
-                                                engines_built=engines_built, context=self.context)])
+        with store_lock(self.store) if self.store else contextlib.nullcontext():
+            self._refresh()
+            if key in self.cache:   # another process of this job measured it while we waited
+                self.reused += 1
+                return self.cache[key]
+            m, engines_built = self._measure(config, repeat)
+            if self.store:
+                append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed,
+                                                    repeat=repeat, engines_built=engines_built,
+                                                    context=self.context)], locked=True)
+                stat = self.store.stat()
+                self._read_as[self.store] = (stat.st_mtime_ns, stat.st_size)   # our own row is in the cache
         self.cache[key] = m        # one evaluator does not retry an error at once (the next phase or run does)
         self.measured += 1
         if self.on_measure:
             self.on_measure(m, phase, strategy)
         return m
+
+    @property
+    def stale_errors(self) -> int:
+        """Configurations with error rows of earlier phases or runs, which were not replayed."""
+        return len(self._stale)
+
+    def _measure(self, config: Configuration, repeat: int) -> tuple[Measurement, dict[str, int]]:
+        started = time.perf_counter()
+        before = self.engines_built()
+        try:
+            m = self.backend.measure(config, repeat=repeat)
+        except DseError as exc:  # infrastructure trouble the backend could not classify: may pass, retried later
+            m = Measurement.error(config, str(exc), backend=self.backend.name)
+        if not m.measure_s:
+            m.measure_s = time.perf_counter() - started
+        after = self.engines_built()
+        return m, {pe: n - before.get(pe, 0) for pe, n in after.items() if n - before.get(pe, 0)}
 
     def engines_built(self) -> dict[str, int]:
         """Engines built so far per PE type by the backend's artifact cache (Table 3.7's built engines)."""

@@ -52,7 +52,7 @@ def load_model(source: str | Path | onnx.ModelProto | bytes,
     initializers, unused initializers dropped, nodes in a deterministic topological order with unique
     names, and every tensor with a static shape (otherwise a DseError names the ones without).
     """
-    model, label = _read(source)
+    model, label = read_model(source)
     _check_is_onnx(model, label)
     if model.functions:
         import onnx.inliner
@@ -70,7 +70,9 @@ def load_model(source: str | Path | onnx.ModelProto | bytes,
     return model
 
 
-def _read(source) -> tuple[onnx.ModelProto, str]:
+def read_model(source) -> tuple[onnx.ModelProto, str]:
+    """(a copy of the ONNX model, a label for messages) from a ModelProto, bytes or a path; anything that is not
+    a readable ONNX model (a text file, a truncated file, a directory) is a DseError naming the file."""
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(source)

@@ -165,6 +165,8 @@ def write_partition(stages: list[StageModel], out_dir: str | Path, digest: str =
     stages are removed so the directory always matches its manifest.
     """
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise DseError(f"{out} is a file: give a directory for the stage models")
     out.mkdir(parents=True, exist_ok=True)
     for s in stages:
         atomic_write_bytes(out / s.file_name, s.to_bytes())

@@ -17,34 +17,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from dse.report.plots import _save  # noqa: E402
+from dse.report.plots import save_figure  # noqa: E402
 from dse.search.recorder import anytime  # noqa: E402
-from dse.report.tables import markdown_table  # noqa: E402
+from dse.report.tables import board_seconds, distinct_engines, markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
 
-def engine_types(option: str, n_keys: int, platform) -> list[str]:
-    """PE type of each engine key of a configuration: one engine per stage, of its stage's PE type (an
-    interleaved stage builds a GPU engine and one DLA engine for both cores)."""
-    stages = platform.option(option).stages
-    if any(s.interleaved for s in stages):
-        return (["GPU"] + ["DLA"] * (n_keys - 1))[:n_keys]
-    return [s.pe_type.upper() for s in stages]
-
-
 def method_cost(asked, platform, frames: int, costs) -> dict:
-    """Engines and board hours (``costs``: a ``dse.platform.BoardCosts``) of the distinct configurations one
-    method asked for."""
-    engines: dict[str, set] = {}
-    run_s = 0.0
-    for _, m in asked:
-        run_s += costs.run_s(frames, m.fps if m.ok else 0.0)
-        keys = list(m.engine_keys or [])
-        if m.config.option in platform.options:
-            for t, k in zip(engine_types(m.config.option, len(keys), platform), keys):
-                engines.setdefault(t, set()).add(k)
-    build_s = sum(costs.build_s(t) * len(ks) for t, ks in engines.items())
-    return {"engines": {t: len(ks) for t, ks in engines.items()}, "board_hours": (run_s + build_s) / 3600.0}
+    """Engines and board hours of the distinct configurations one method asked for."""
+    engines = distinct_engines(((m.config.option, m.engine_keys) for _, m in asked), platform)
+    hours = board_seconds([m.fps if m.ok else None for _, m in asked], engines, frames, costs) / 3600.0
+    return {"engines": {t: len(keys) for t, keys in engines.items()}, "board_hours": hours}
 
 
 def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
@@ -67,10 +50,11 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
             "method": method, "status": "ok" if fps > 0 else (m.status if m is not None else "error"), "fps": fps,
             "fps_confirmed": float(np.mean(runs)) if runs else float("nan"),
             "fps_confirmed_std": float(np.std(runs)) if runs else float("nan"), "repeats": len(runs),
-            "fps_runs_json": json.dumps(runs),
+            "fps_runs": [float(x) for x in runs],
             "gain_vs_base_g_pct": (100 * ((float(np.mean(runs)) if runs else fps) / base_fps - 1)
                                    if base_fps and fps else float("nan")),   # on the re-run means
-            "energy_j_per_frame": float(m.energy_j_per_frame) if m is not None else float("nan"),
+            "energy_j_per_frame": (float(m.energy_j_per_frame) if m is not None and m.energy_j_per_frame is not None
+                                   else float("nan")),
             "points_measured": len(r["asked"]),
             "mapping_points": extra.get("mapping_points"), "param_points": extra.get("param_points"),
             "engines_gpu": cost["engines"].get("GPU", 0), "engines_dla": cost["engines"].get("DLA", 0),
@@ -78,14 +62,15 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
             "option": c.option if c else "", "cuts": ",".join(map(str, c.cuts)) if c else "",
             "streams": ",".join(map(str, c.streams)) if c else "", "buffers": c.buffers if c else 0,
             "pre_threads": c.pre_threads if c else 0, "post_threads": c.post_threads if c else 0,
-            "config_hash": c.hash if c else "", "anytime_json": json.dumps(curve),
+            "config_hash": c.hash if c else "", "anytime": [float(x) for x in curve],
             "extra_json": json.dumps(extra, default=str), "reason": m.reason if m is not None else "",
         })
     for method, why in skipped.items():
-        rows.append({"method": method, "status": "skipped", "reason": why, "anytime_json": "[]", "extra_json": "{}"})
+        rows.append({"method": method, "status": "skipped", "reason": why, "anytime": [], "fps_runs": [],
+                     "extra_json": "{}"})
     best = max((r.get("fps", 0.0) for r in rows), default=0.0)
     for r in rows:   # budget-free cost: distinct points until the method came within target of the best method
-        curve = json.loads(r["anytime_json"])
+        curve = r["anytime"]
         r["points_to_target"] = next((i + 1 for i, v in enumerate(curve) if v >= cmp.settings.target * best), None)
     order = list(cmp.settings.methods)
     rows.sort(key=lambda r: order.index(r["method"]) if r["method"] in order else len(order))
@@ -108,14 +93,14 @@ def plot_fps(frame: pd.DataFrame, out: Path) -> Path:
     ax.tick_params(axis="x", labelrotation=35, labelsize=7)
     ax.margins(y=0.15)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def plot_anytime(frame: pd.DataFrame, out: Path) -> Path:
     """Best FPS found against configurations asked for (searching methods only)."""
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for _, r in frame[frame["status"] == "ok"].iterrows():
-        curve = json.loads(r["anytime_json"])
+        curve = list(r["anytime"])
         if len(curve) > 1:
             ax.step(range(1, len(curve) + 1), curve, where="post", label=r["method"],
                     lw=2 if r["method"] == "Proposed" else 1)
@@ -125,7 +110,7 @@ def plot_anytime(frame: pd.DataFrame, out: Path) -> Path:
     ax.set_title("Anytime performance")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def _r(x, nd=1):

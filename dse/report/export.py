@@ -47,10 +47,12 @@ def load_result(path: str | Path) -> tuple[Configuration, dict]:
 
 def stage_devices(config: Configuration, platform) -> list[dict]:
     """Per stage: {"device": GPU|DLA, "dla_core": int|None, "pnd": bool} from the platform's option table."""
+    from dse.backends.checks import check_layout, check_stages
+
+    reason = check_layout(config, platform) or check_stages(config, platform)
+    if reason:  # the same rules a measurement is refused by: no export of what cannot run
+        raise DseError(f"this configuration cannot run on {platform.name}: {reason}")
     option = platform.option(config.option)
-    if option.n_stages != config.n_stages:
-        raise DseError(f"option {config.option} has {option.n_stages} stage(s), the configuration "
-                       f"{config.n_stages} (cuts {list(config.cuts)})")
     out = []
     for spec in option.stages:
         if spec.pe_type not in ("gpu", "dla") or spec.interleaved:

@@ -71,8 +71,6 @@ def draw_gantt(trace, out: str | Path, *, first_frame: int | None = None, n_fram
     ax.set_xlabel("time (ms)")
     ax.set_title(title or "simulated steady-state schedule")
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    from dse.report.plots import save_figure
+
+    return save_figure(fig, out)

@@ -23,7 +23,7 @@ def fps_per_option(frame: pd.DataFrame, out: str | Path) -> Path:
     ax.set_title("FPS per mapping option")
     ax.margins(y=0.25)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
 def trajectory(frame: pd.DataFrame, out: str | Path) -> Path:
@@ -38,11 +38,17 @@ def trajectory(frame: pd.DataFrame, out: str | Path) -> Path:
     ax.set_title("Search trajectory")
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
-    return _save(fig, out)
+    return save_figure(fig, out)
 
 
-def _save(fig, out) -> Path:
+def save_figure(fig, out) -> Path:
+    """Write a figure atomically (temp file + rename) to a file path (a directory is refused)."""
+    from dse.errors import DseError
+
     out = Path(out)
+    if out.is_dir():
+        plt.close(fig)
+        raise DseError(f"{out} is a directory: give a file path to write to")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.stem}.tmp{out.suffix}")
     fig.savefig(tmp, dpi=120)

@@ -1,11 +1,10 @@
 """The run's summary tables: the best configuration as a Table 3.5 row, the cost as a Table 3.4 row."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from dse.store import RETRIED_STATUSES
+
 
 def proposed_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The proposed method's measurements: the comparison's methods label their phases '<method>/<phase>'."""
@@ -15,25 +14,44 @@ def proposed_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def unique_tuples(frame: pd.DataFrame, phases=("option-search", "full-search")) -> int:
     """Cut-point tuples measured by the cut-point explorer (thesis Table 3.4 counts unique tuples)."""
     sub = frame[frame["phase"].isin(phases)]
-    return int(sub[["option", "cuts"]].drop_duplicates().shape[0])
+    return len({(o, tuple(int(c) for c in cuts)) for o, cuts in zip(sub["option"], sub["cuts"])})
 
 
-def engines_built(frame: pd.DataFrame) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for text in frame["engines_built_json"].fillna("{}"):
-        for pe, n in json.loads(text or "{}").items():
-            total[pe] = total.get(pe, 0) + int(n)
-    return total
+def engine_types(option: str, n_keys: int, platform) -> list[str]:
+    """PE type of each engine key of a configuration: one engine per stage, of its stage's PE type (an
+    interleaved stage builds a GPU engine and one DLA engine for both cores)."""
+    stages = platform.option(option).stages
+    if any(s.interleaved for s in stages):
+        return (["GPU"] + ["DLA"] * (n_keys - 1))[:n_keys]
+    return [s.pe_type.upper() for s in stages]
 
 
-def board_hours(frame: pd.DataFrame, frames: int, costs) -> float:
-    """Board time: real seconds (measure + build) when a real backend measured; for the sim, what a real board
-    would spend (``costs``: ``dse.platform.BoardCosts``): ``frames`` at the measured FPS plus a start-up per
-    measurement, and the build seconds the sim charged for every new engine."""
+def distinct_engines(pairs, platform) -> dict[str, set[str]]:
+    """PE type -> the distinct engines the configurations need, from (option, engine keys) pairs: a count that
+    does not depend on which job or run happened to build an engine first."""
+    out: dict[str, set[str]] = {}
+    for option, keys in pairs:
+        keys = [str(k) for k in (keys if keys is not None else [])]
+        if option in platform.options:
+            for t, k in zip(engine_types(option, len(keys), platform), keys):
+                out.setdefault(t, set()).add(k)
+    return out
+
+
+def board_seconds(runs, engines: dict[str, set[str]], frames: int, costs) -> float:
+    """What a real board spends (``costs``: ``dse.platform.BoardCosts``): a start-up and ``frames`` at the
+    measured FPS (null or 0 when nothing ran) per measurement, one build per distinct engine."""
+    run_s = sum(costs.run_s(frames, fps if fps is not None and fps == fps else 0.0) for fps in runs)
+    return run_s + sum(costs.build_s(t) * len(keys) for t, keys in engines.items())
+
+
+def board_hours(frame: pd.DataFrame, platform, frames: int, costs) -> float:
+    """Board time: real seconds (measure + build) when a real backend measured; for the sim, what a real
+    board would spend (``board_seconds``)."""
     if len(frame) and (frame["backend"] != "sim").all():
         return float((frame["measure_s"] + frame["build_s"]).sum()) / 3600.0
-    run_s = sum(costs.run_s(frames, float(fps)) for fps in frame["fps"])
-    return float(run_s + frame["build_s"].sum()) / 3600.0
+    engines = distinct_engines(zip(frame["option"], frame["engine_keys"]), platform)
+    return board_seconds(list(frame["fps"]), engines, frames, costs) / 3600.0
 
 
 def errors(frame: pd.DataFrame) -> pd.DataFrame:
@@ -48,12 +66,13 @@ def best_row(best: dict) -> dict:
         "Option": c["option"], "Cuts": ",".join(map(str, c["cuts"])) or "-", "Pre.": c["pre_threads"],
         "Post.": c["post_threads"], "Buf.": c["buffers"], "Streams": ",".join(map(str, c["streams"])),
         "FPS": round(best["fps"], 1), "Latency p50 (ms)": round(best.get("latency_ms_p50", 0.0), 2),
-        "Energy (mJ/frame)": round(1000 * best.get("energy_j_per_frame", 0.0), 1),
+        "Energy (mJ/frame)": ("n/a" if best.get("energy_j_per_frame") is None
+                              else round(1000 * best["energy_j_per_frame"], 1)),
     }
 
 
-def cost_row(frame: pd.DataFrame, frames: int, costs) -> dict:
-    built = engines_built(frame)
+def cost_row(frame: pd.DataFrame, platform, frames: int, costs) -> dict:
+    built = {t: len(keys) for t, keys in distinct_engines(zip(frame["option"], frame["engine_keys"]), platform).items()}
     return {
         "Tuples measured": unique_tuples(frame),
         "Measurements": int(len(frame)),
@@ -62,7 +81,7 @@ def cost_row(frame: pd.DataFrame, frames: int, costs) -> dict:
         "Param. points": int((frame["phase"] == "finetune").sum()),
         "Engines built GPU": built.get("GPU", 0), "Engines built DLA": built.get("DLA", 0),
         "Engines built CPU": built.get("CPU", 0),
-        "Board hours (est.)": round(board_hours(frame, frames, costs), 2),
+        "Board hours (est.)": round(board_hours(frame, platform, frames, costs), 2),
     }
 
 

@@ -13,6 +13,9 @@ from typing import Any, Mapping
 from dse.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
+# the largest value of every count a user may set (the platform's limits bound the configurations further)
+UPPER_BOUNDS = {"top_k": 1000, "min_local_searches": 1000, "max_pre": 256, "max_post": 256, "max_buffers": 4096,
+                "max_streams": 64, "dla_streams": 64, "max_tuples": 100_000, "sample_step": 10_000}
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,10 @@ class SearchSettings:
                                f"options/ with per-option results)")
         if self.initial not in INITIAL_MODES:
             raise choices_error("search.initial", self.initial, INITIAL_MODES)
-        for name in ("top_k", "min_local_searches", "max_pre", "max_post", "max_buffers", "max_streams",
-                     "dla_streams", "max_tuples"):
-            if getattr(self, name) < 1:
-                raise DseError(f"search.{name} must be >= 1, got {getattr(self, name)}")
-        if self.sample_step < 0:
-            raise DseError(f"search.sample_step must be >= 0 (0 = automatic), got {self.sample_step}")
+        from dse.config import bounded_int
+
+        for name, hi in UPPER_BOUNDS.items():
+            bounded_int(getattr(self, name), f"search.{name}", 0 if name == "sample_step" else 1, hi)
         for name in ("epsilon", "degradation", "t_step", "refine_within"):
             if not 0 <= getattr(self, name) < 1:
                 raise DseError(f"search.{name} must be in [0, 1), got {getattr(self, name)}")

@@ -76,23 +76,26 @@ class SearchSpace:
     @classmethod
     def for_backend(cls, analysis, backend) -> "SearchSpace":
         """The network's cut structure and the backend's platform options (see ``for_platform``)."""
-        return cls.for_platform(analysis, backend.platform, lambda: backend)
+        return cls.for_platform(analysis, backend.platform, backend.settings, lambda: backend)
 
     @classmethod
-    def for_platform(cls, analysis, platform, backend: Callable[[], object]) -> "SearchSpace":
-        """The network's cut structure and the platform's options, with the per-layer GPU profile where the
-        platform's backend declares one: ``backend()`` makes it on first use, so a phase that never asks for
-        the profile never builds a backend (strategies see only the profile, never the backend)."""
+    def for_platform(cls, analysis, platform, settings, backend: Callable[[], object]) -> "SearchSpace":
+        """The network's cut structure and the platform's options that can run at the run's precision and batch
+        (``settings``: ``MeasureSettings``), with the per-layer GPU profile where the platform's backend declares
+        one: ``backend()`` makes it on first use, so a phase that never asks for the profile never builds a
+        backend (strategies see only the profile, never the backend)."""
         from dse.backends import capabilities_of
         from dse.backends.base import GPU_LAYER_PROFILE
+        from dse.backends.checks import unrunnable_options
 
         profile = None
         if GPU_LAYER_PROFILE in capabilities_of(platform.backend):
             def profile() -> list[float]:
-                measuring = backend()
-                return measuring.gpu_layer_profile(measuring.settings.precision, measuring.settings.batch)
+                return backend().gpu_layer_profile(settings.precision, settings.batch)
+        skipped = unrunnable_options(platform, settings.precision, settings.batch)
+        kinds = {o: k for o, k in platform.stage_kinds().items() if o not in skipped}
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-                   check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=platform.stage_kinds(),
+                   check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
                    main_pe=platform.main_kind, gpu_layer_profile=profile)
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:

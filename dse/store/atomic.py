@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from dse.errors import DseError
+
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename durable (best effort where directories cannot be opened)."""
@@ -30,6 +32,10 @@ def umask_mode() -> int:
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise DseError(f"{path} is a directory: give a file path to write to")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise DseError(f"cannot write {path}: {path.parent} is a file, not a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -13,12 +13,13 @@ import pyarrow.parquet as pq
 
 from dse.errors import DseError
 from dse.store.atomic import write_bytes_atomic
-from dse.store.schema import COLUMN_DEFAULTS, RETRIED_STATUSES, SCHEMA
+from dse.store.schema import COLUMN_DEFAULTS, RETRIED_STATUSES, SCHEMA, upgrade
 
 
 def _table(rows: list[dict] | pd.DataFrame, schema: pa.Schema = SCHEMA) -> pa.Table:
-    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, columns=schema.names)
-    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+    if isinstance(rows, pd.DataFrame):
+        return pa.Table.from_pandas(rows[schema.names], schema=schema, preserve_index=False)
+    return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
 
 
 def write_atomic(table: pa.Table, path: str | Path) -> Path:
@@ -40,8 +41,10 @@ def _read_table(path: Path) -> pa.Table:
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A table in the schema's columns and types; columns a file from an older version lacks get their
-    default (``COLUMN_DEFAULTS``) or null."""
+    """A table in the schema's columns and types: a file from before the Arrow types is upgraded
+    (``schema.upgrade``); columns a file from an older version lacks get their default or null."""
+    if schema is SCHEMA and ("util_json" in table.column_names or pa.types.is_string(table.schema.field("cuts").type)):
+        table = pa.Table.from_pylist(upgrade(table.to_pylist()), schema=SCHEMA)
     for f in schema:
         if f.name not in table.column_names:
             default = COLUMN_DEFAULTS.get(f.name)
@@ -63,10 +66,23 @@ def read(path: str | Path, schema: pa.Schema = SCHEMA, context: str | None = Non
     return frame
 
 
-def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA) -> Path:
-    """Append rows: read, concatenate, rewrite atomically (files hold hundreds of rows; simplicity wins)."""
-    new = _table(rows, schema)
+def store_lock(path: str | Path):
+    """The lock every writer of ``path`` holds (``<path>.lock``): two runs of one job started together queue
+    instead of overwriting each other's rows. Not re-entrant across instances: take it once per process."""
+    from filelock import FileLock
+
+    return FileLock(str(path) + ".lock")
+
+
+def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA, *, locked: bool = False) -> Path:
+    """Append rows: read, concatenate, rewrite atomically (files hold hundreds of rows; simplicity wins), under
+    the file's lock unless the caller holds it (``locked``)."""
     path = Path(path)
+    if not locked:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with store_lock(path):
+            return append(path, rows, schema, locked=True)
+    new = _table(rows, schema)
     if path.exists():
         new = pa.concat_tables([_conform(_read_table(path), schema), new])
     return write_atomic(new, path)

@@ -153,12 +153,12 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         return _answer(method, m, probe.asked)
     if method == "Base(D)":
         if DLA_ONLY not in space.options:
-            raise _Skip("the platform has no DLA")
+            raise _Skip("no single-DLA stage can run here (no DLA, or not at this precision and batch)")
         m = probe.measure(base_d_config(cmp.base), "baseline")
         return _answer(method, m, probe.asked)
     if method in ("Interleaved", "Interleaved+tuned"):
         if INTERLEAVED not in space.options:
-            raise _Skip("the backend has no interleaved execution")
+            raise _Skip("no interleaved stage can run here (the backend has none, or not at this precision)")
         if method == "Interleaved":
             m = probe.measure(interleaved_config(cmp.base), "baseline")
             return _answer(method, m, probe.asked)
@@ -227,7 +227,7 @@ def _proposed_best(cmp: Comparison):
 def _proposed_mapping_points(cmp: Comparison) -> set:
     rows = cmp.proposed_rows()
     sub = rows[rows["phase"].isin(["option-search", "full-search"])]
-    return set(zip(sub["option"], sub["cuts"]))
+    return {(o, tuple(int(c) for c in cuts)) for o, cuts in zip(sub["option"], sub["cuts"])}
 
 
 def _dla_ratio(cmp: Comparison, results: dict) -> tuple[float, str]:

@@ -102,7 +102,7 @@ class RunContext:
     def space(self):
         from dse.search import SearchSpace
 
-        return SearchSpace.for_platform(self.analysis, self.platform, lambda: self.backend)
+        return SearchSpace.for_platform(self.analysis, self.platform, self.measure_settings, lambda: self.backend)
 
     @property
     def base(self) -> Configuration:
@@ -221,7 +221,7 @@ def finetune(run: str | Path) -> dict:
     best = {
         "benchmark": ctx.base.benchmark, "platform": ctx.base.platform, "backend": ctx.backend.name,
         "fps": float(m.fps), "latency_ms_p50": float(m.latency_ms_p50), "latency_ms_p99": float(m.latency_ms_p99),
-        "energy_j_per_frame": float(m.energy_j_per_frame), "power_w": float(m.power_w),
+        "energy_j_per_frame": m.energy_j_per_frame, "power_w": m.power_w,   # null where not measured
         "util": {k: float(v) for k, v in m.util.items()}, "stage_ms": [float(x) for x in m.stage_ms],
         "config_hash": result.config.hash, "config": result.config.to_dict(),
         "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": ctx.measure_settings.seed,

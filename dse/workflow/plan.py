@@ -41,19 +41,42 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
     validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     settings = SearchSettings.from_dict(search)
-    for option in settings.options:
-        loaded.option(option)  # an unknown option fails here, naming the valid ones
+    options = runnable_options(loaded, measure, settings)
+    limits = loaded.limits
+    for name, value, limit, key in (("batch", measure.batch, limits.max_batch, "max_batch"),
+                                    ("search.max_buffers", settings.max_buffers, limits.max_buffers, "max_buffers"),
+                                    ("search.max_pre", settings.max_pre, limits.threads(loaded.cpu_cores), "max_threads"),
+                                    ("search.max_post", settings.max_post, limits.threads(loaded.cpu_cores), "max_threads")):
+        if value > limit:
+            raise DseError(f"{name} {value} exceeds the limit of {limit} on {loaded.name} (platform.limits.{key})")
     source = model_source(cfg)
     check_model_source(source)
     compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
     parts = {"model": source, "platform": platform, "measure": measure.to_dict(),
              "search": settings.to_dict(), "compare": compare.to_dict()}
-    return parts, tuple(settings.options or loaded.options)
+    return parts, options
 
 
 def digest(text: str) -> str:
     """A short content digest (what rule ``configure`` passes Snakemake to detect a changed part)."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def runnable_options(platform, measure, settings) -> tuple[str, ...]:
+    """The options the run explores: ``search.options`` (each must exist and be able to run), else every option
+    of the platform that can run at the run's precision and batch (``Platform.unrunnable_options``)."""
+    from dse.backends.checks import unrunnable_options
+
+    skipped = unrunnable_options(platform, measure.precision, measure.batch)
+    for option in settings.options:
+        platform.option(option)  # an unknown option fails here, naming the valid ones
+        if option in skipped:
+            raise DseError(f"search.options names {option}, which cannot run here: {skipped[option]}")
+    options = tuple(settings.options or (o for o in platform.options if o not in skipped))
+    if not options:
+        raise DseError(f"no mapping option of {platform.name} can run at {measure.precision.upper()}, batch "
+                       f"{measure.batch}: " + "; ".join(f"{o}: {why}" for o, why in skipped.items()))
+    return options
 
 
 def measurement_context(platform: dict, measure: dict) -> str:

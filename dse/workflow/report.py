@@ -6,6 +6,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from dse.backends.checks import unrunnable_options
 from dse.report import plots
 from dse.report.tables import best_row, cost_row, errors, markdown_table, proposed_rows
 from dse.store import merge
@@ -25,7 +26,7 @@ def report(run: str | Path) -> Path:
     refined = searched.get("refined", {})
     frames = ms.sample_size + (ms.warmup or 0)
     costs = platform.board_costs
-    cost = cost_row(frame, frames, costs)
+    cost = cost_row(frame, platform, frames, costs)
     base = _base_g(frame)
     plots_dir = run / "plots"
     plots.fps_per_option(frame, plots_dir / "fps_per_option.png")
@@ -50,7 +51,9 @@ def report(run: str | Path) -> Path:
                          "Selected": "yes" if o == searched["selected"] else ""}
                         for o, v in sorted(selected["option_fps"].items(), key=lambda kv: -kv[1])]),
         f"Options within {100 * ctx.settings.refine_within:.0f} % of the best after the global phase get a "
-        "full (global + local) search; the best of them is fine-tuned.",
+        "full (global + local) search; the best of them is fine-tuned."
+        + "".join(f" Not explored: {o} ({why})." for o, why in
+                  unrunnable_options(platform, ms.precision, ms.batch).items()),
         "",
         "## Exploration cost (thesis Table 3.4 row)",
         "",

@@ -132,7 +132,7 @@ class _Converter:
     # -- one method per section type -------------------------------------------------------------
     def convolutional(self, sec: Section, x: Tensor) -> Tensor:
         c, h, w = self.spatial(sec, x)
-        filters, size = sec.get_int("filters", 1), sec.get_int("size", 1)
+        filters, size = sec.get_int("filters"), sec.get_int("size", 1)  # Darknet has no default filter count
         stride, groups = sec.get_int("stride", 1), sec.get_int("groups", 1)
         padding = size // 2 if sec.get_int("pad", 0) else sec.get_int("padding", 0)
         activation = sec.get_choice("activation", "logistic", ACTIVATIONS)
