@@ -65,3 +65,13 @@ def test_config_show_cli(capsys):
 def test_misspelled_key_lists_the_keys_of_the_selected_file(overrides, message):
     with pytest.raises(DseError, match=message.replace("(", r"\(")):
         compose_config(overrides)
+
+
+def test_options_that_cannot_run_are_not_planned():
+    """FP32 on the Xavier: the DLA cannot run it, so only the GPU-only option is explored (the report names
+    the others and why); INT8 explores them all."""
+    from dse.workflow.plan import plan_runs
+
+    (fp32,) = plan_runs({"overrides": "[benchmark=tiny-chain,precision=fp32]"}).values()
+    (int8,) = plan_runs({"overrides": "[benchmark=tiny-chain]"}).values()
+    assert fp32.options == ("E",) and set(int8.options) == {"A", "B", "C", "D", "E", "PND-A", "PND-B"}

@@ -143,6 +143,25 @@ def test_watchdog_ends_a_stalled_run():
     assert not res.ok and "no frame completed" in res.error
 
 
+def test_thread_exhaustion_is_a_failed_run_not_a_crash(monkeypatch):
+    """When the OS refuses a thread (too many threads on the host), the run ends with the reason and every
+    thread it did start is stopped."""
+    real_start, started = threading.Thread.start, []
+
+    def start(self):
+        if len(started) >= 2:
+            raise RuntimeError("can't start new thread")
+        started.append(self)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    res = Pipeline([StagePlan([FunctionEngine(lambda x: x)], 1)], lambda f, s: {"id": f}, lambda f, o: f,
+                   frames=3, pre_threads=2, post_threads=2).run()
+    monkeypatch.undo()
+    assert not res.ok and "can't start new thread" in res.error
+    assert not any(t.is_alive() for t in started)
+
+
 def test_metrics_helpers():
     assert busy_time([(0, 2), (1, 3), (5, 6)], 0, 10) == 4
     assert busy_time([(0, 2), (1, 3), (5, 6)], 2.5, 5.5) == pytest.approx(1.0)

@@ -151,12 +151,18 @@ class Pipeline:
             self._win[0] = self._t0
             self._cpu[0] = cpu_seconds()
             for t in threads:
-                t.start()
-            self._watch()
+                try:
+                    t.start()
+                except RuntimeError as exc:  # the OS refused another thread: a failed run, not a crash
+                    self._error = "cannot start thread %s: %s" % (t.name, exc)
+                    break
+            if self._error is None:
+                self._watch()
         finally:
             self._stop.set()
             for t in threads:
-                t.join(timeout=5.0)
+                if t.ident is not None:  # started
+                    t.join(timeout=5.0)
             for ctxs in contexts:
                 for c in ctxs:
                     try:
