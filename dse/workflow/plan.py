@@ -64,7 +64,7 @@ def digest(text: str) -> str:
 
 def runnable_options(platform, measure, settings) -> tuple[str, ...]:
     """The options the run explores: ``search.options`` (each must exist and be able to run), else every option
-    of the platform that can run at the run's precision and batch (``Platform.unrunnable_options``)."""
+    of the platform that can run at the run's precision and batch (``dse.backends.checks.unrunnable_options``)."""
     from dse.backends.checks import unrunnable_options
 
     skipped = unrunnable_options(platform, measure.precision, measure.batch)
