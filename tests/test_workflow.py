@@ -276,3 +276,21 @@ def test_the_readme_duckdb_query_runs_on_the_measurements(finished):
     assert 0 <= typed[0] <= 1 and typed[1] >= 1 and isinstance(typed[2], list) and typed[3] == "TIMESTAMP WITH TIME ZONE"
     nulls = duckdb.sql(f"SELECT count(*) FROM '{path}' WHERE status != 'ok' AND fps IS NOT NULL").fetchall()[0][0]
     assert nulls == 0
+
+
+def test_the_report_counts_what_this_search_asked_for(finished):
+    """After a search setting changed, the run's files keep the earlier search's rows (reused where asked
+    again); the report and the comparison count only what the current search asked for."""
+    from dse.workflow.phases import asked_by_phases
+
+    wd, _ = finished
+    snakemake(wd, "--config", f"overrides={FAST[:-1]},search.top_k=2,search.min_local_searches=2]")
+    run = wd / RUN
+    asked = asked_by_phases(run)
+    merged = pd.read_parquet(run / "measurements.parquet")
+    stale = set(merged["config_hash"]) - asked
+    assert asked and stale, "the earlier search's rows are kept on disk"
+    section = (run / "report.md").read_text().split("## Exploration cost")[1]
+    header, _, values = [line for line in section.splitlines() if line.startswith("|")][:3]
+    cells = dict(zip([c.strip() for c in header.split("|")[1:-1]], [c.strip() for c in values.split("|")[1:-1]]))
+    assert int(cells["Measurements"]) == len(asked & set(merged["config_hash"]))

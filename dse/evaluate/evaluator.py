@@ -44,6 +44,7 @@ class Evaluator:
         self.cache: dict[tuple[str, int], Measurement] = {}
         self.measured = 0          # new measurements made by this evaluator
         self.reused = 0            # answers served from the cache
+        self.asked: set[str] = set()   # configurations asked for, measured or cached (what this search looked at)
         self._stale: set[tuple[str, int]] = set()   # configurations with an error row of an earlier phase or run
         self._files = list(cache_files) + ([self.store] if self.store else [])
         self._read_as: dict[Path, tuple[int, int]] = {}   # file -> (mtime_ns, size) when last read
@@ -70,6 +71,7 @@ class Evaluator:
     def evaluate(self, config: Configuration, *, phase: str, strategy: str, repeat: int = 0) -> Measurement:
         """The measurement of ``config`` (``repeat`` > 0: an independent re-run, cached under its index)."""
         key = (config.hash, int(repeat))
+        self.asked.add(config.hash)
         if key in self.cache:
             self.reused += 1
             return self.cache[key]

@@ -28,15 +28,13 @@ from dse.platform import Platform
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.ga_common import GASettings
 from dse.search.recorder import RecordingProbe
-from dse.workflow.phases import RunContext
+from dse.workflow.phases import PHASE_FILES, RunContext, asked_by_phases
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
            "Fine-tuning GA", "Exhaustive", "Random", "Proposed")
 SLUG = {"Base(G)": "base-g", "Base(D)": "base-d", "Interleaved": "interleaved", "Interleaved+tuned": "interleaved-tuned",
         "Profiled": "profiled", "Comprehensive GA": "comprehensive-ga", "Fine-tuning GA": "finetune-ga",
         "Exhaustive": "exhaustive", "Random": "random", "Proposed": "proposed"}
-# rows of the proposed method's own phases (dse.workflow.phases)
-PROPOSED_FILES = ("maximize", "explore-*", "search", "finetune")
 
 
 @dataclass
@@ -121,12 +119,15 @@ class Comparison:
     def proposed_rows(self) -> pd.DataFrame:
         from dse.store import RETRIED_STATUSES, read
 
-        files = [p for pat in PROPOSED_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
+        files = [p for pat in PHASE_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
         frames = [read(p, context=self.ctx.measurement_context) for p in files]
         frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
         if frame is None:
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
         frame = frame[frame["strategy"] == "proposed"]
+        asked = asked_by_phases(self.ctx.run)
+        if asked is not None:   # not the rows of an earlier search with other settings
+            frame = frame[frame["config_hash"].isin(asked)]
         # one row per configuration: its answer, or its error where no later try succeeded
         retry = frame["status"].isin(RETRIED_STATUSES)
         frame = frame.assign(_retry=retry).sort_values(["_retry", "timestamp"]).drop_duplicates("config_hash")

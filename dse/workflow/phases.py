@@ -143,10 +143,22 @@ def _progress(label: str):
     return report
 
 
-def _done(label: str, ev: Evaluator, best: float) -> None:
+PHASE_FILES = ("maximize", "explore-*", "search", "finetune")   # the proposed method's phases, in cache/
+
+
+def _done(ctx: RunContext, phase_file: str, label: str, ev: Evaluator, best: float) -> None:
+    """Record which configurations the phase asked for (``cache/<phase_file>.asked.json``: the run's files
+    may also hold rows of an earlier search with other settings, which this run did not ask for) and say so."""
+    write_json_atomic(ctx.run / "cache" / f"{phase_file}.asked.json", sorted(ev.asked))
     retried = f", {ev.stale_errors} earlier error row(s) not replayed" if ev.stale_errors else ""
     print(f"[{label}] done: {ev.measured} measured, {ev.reused} reused from cache{retried}, best {best:.1f} FPS",
           file=sys.stderr, flush=True)
+
+
+def asked_by_phases(run: Path) -> set[str] | None:
+    """Configuration hashes the run's phases asked for (None for a run from before these records)."""
+    files = [p for pattern in PHASE_FILES for p in sorted((run / "cache").glob(f"{pattern}.asked.json"))]
+    return {h for p in files for h in json.loads(p.read_text())} if files else None
 
 
 def _read(run: Path, name: str) -> dict:
@@ -161,7 +173,7 @@ def maximize(run: str | Path) -> dict:
     ev = ctx.evaluator("maximize", "maximize")
     out = maximize_phase(ctx.space, ev, ctx.base, ctx.settings).to_dict()
     write_json_atomic(ctx.run / "maximize.json", out)
-    _done("maximize", ev, out["fps"])
+    _done(ctx, "maximize", "maximize", ev, out["fps"])
     return out
 
 
@@ -175,7 +187,7 @@ def explore_option(run: str | Path, option: str) -> dict:
     result = explore_phase(ctx.space, ev, ctx.base, bounds, ctx.settings, option, ctx.initial([option]).get(option))
     out = result.to_dict()
     write_json_atomic(ctx.run / "options" / f"{option}.json", out)
-    _done(f"explore {option}", ev, out["fps"])
+    _done(ctx, f"explore-{option}", f"explore {option}", ev, out["fps"])
     return out
 
 
@@ -205,7 +217,7 @@ def search(run: str | Path) -> dict:
                            progress=lambda msg: print(f"[search] {msg}", file=sys.stderr, flush=True))
     out = refined.to_dict()
     write_json_atomic(ctx.run / "search.json", out)
-    _done(f"search {refined.selected}", ev, out["fps"])
+    _done(ctx, "search", f"search {refined.selected}", ev, out["fps"])
     return out
 
 
@@ -227,5 +239,5 @@ def finetune(run: str | Path) -> dict:
         "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": ctx.measure_settings.seed,
     }
     write_text_atomic(ctx.run / "best.yaml", OmegaConf.to_yaml(OmegaConf.create(best)))
-    _done("finetune", ev, best["fps"])
+    _done(ctx, "finetune", "finetune", ev, best["fps"])
     return best

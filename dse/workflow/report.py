@@ -11,7 +11,7 @@ from dse.report import plots
 from dse.report.tables import best_row, cost_row, errors, markdown_table, proposed_rows
 from dse.store import merge
 from dse.store.atomic import write_text_atomic
-from dse.workflow.phases import RunContext
+from dse.workflow.phases import RunContext, asked_by_phases
 
 
 def report(run: str | Path) -> Path:
@@ -19,7 +19,7 @@ def report(run: str | Path) -> Path:
     run, ms, platform = ctx.run, ctx.measure_settings, ctx.platform
     # every measurement goes to the file; the tables and plots describe the proposed method's run
     frame = proposed_rows(merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet",
-                                context=ctx.measurement_context))
+                                context=ctx.measurement_context), asked_by_phases(run))
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
     selected = json.loads((run / "selected.json").read_text())
     searched = json.loads((run / "search.json").read_text())
