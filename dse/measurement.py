@@ -49,10 +49,6 @@ class Measurement:
         """Whether a stored copy may answer for a new measurement (an error may pass: measure again)."""
         return self.status != "error"
 
-    @property
-    def gpu_util(self) -> float:
-        return float(self.util.get("GPU", 0.0))
-
     def to_dict(self) -> dict:
         d = asdict(self)
         d["config"] = self.config.to_dict()

@@ -23,16 +23,17 @@ def model_source(cfg: DictConfig) -> dict:
 def check_model_source(source: dict) -> None:
     """Fail now, naming the bad value, if the model cannot be built: an .onnx/.cfg file that is not there, an
     unknown zoo name, weights that are missing (planning calls this before any job runs)."""
-    from dse.zoo.registry import ZOO
+    from dse.zoo.registry import resolve
 
     model = source["model"]
-    if model.endswith((".onnx", ".cfg")) or "/" in model:
+    if model.endswith(".onnx"):
         if not Path(model).is_file():
             raise DseError(f"benchmark.model {model!r}: no such file")
-    elif model not in ZOO:
-        from dse.errors import choices_error
-
-        raise choices_error("benchmark.model (a zoo network, an .onnx or a .cfg file)", model, ZOO)
+    else:
+        try:
+            resolve(model)   # the zoo's own resolution: a zoo name or a .cfg file
+        except DseError as exc:
+            raise DseError(f"benchmark.model: {exc}") from None
     if source["weights"] is not None and not Path(source["weights"]).is_file():
         raise DseError(f"benchmark.weights {source['weights']!r}: no such file")
 

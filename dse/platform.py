@@ -17,7 +17,6 @@ from typing import Any, Mapping
 
 from dse.errors import DseError, choices_error
 
-PLATFORM_DIR = Path(__file__).resolve().parents[1] / "config" / "platform"
 PE_TYPES = ("gpu", "dla", "cpu")
 TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe", "cpu", "pes", "cost", "dla_rules",
                   "limits", "prepost", "power", "noise", "sim", "options", "extra_options", "cores", "max_groups",
@@ -82,6 +81,25 @@ class DlaRules:
     max_kernel: int = 16
     concat_axis: int = 1
     max_batch: int = 32
+
+    def layer_support(self, table) -> "np.ndarray":
+        """Per layer of a ``LayerTable``: whether a DLA core runs it. The one place for the operator rules: the
+        sim's cost model and the guided search's board model both read them (a real board's builder decides
+        the same way from the same rules)."""
+        import numpy as np
+
+        ok = np.ones(table.n, dtype=bool)
+        for i in range(table.n):
+            name, op = table.names[i].lower(), table.op_types[i]
+            if op not in self.supported_ops or table.kind[i] == "head":
+                ok[i] = False
+            elif any(name.startswith(p) for p in self.unsupported_name_prefixes):
+                ok[i] = False
+            elif table.kernel[i] > self.max_kernel:
+                ok[i] = False
+            elif op == "Concat" and int(table.concat_axis[i]) not in (self.concat_axis, self.concat_axis - 4):
+                ok[i] = False
+        return ok
 
 
 @dataclass(frozen=True)

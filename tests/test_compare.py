@@ -40,6 +40,8 @@ def test_one_row_per_method(compared):
     assert (ran["fps_confirmed"] != ran["fps"]).all()
     assert ran.loc["Random", "points_measured"] == ran.loc["Proposed", "points_measured"]
     assert ran.loc["Proposed", "fps"] > ran.loc["Base(G)", "fps"]
+    # the run's own strategy is read from its phases, the other one (guided) runs in the comparison
+    assert ran.loc["Guided", "fps"] > ran.loc["Base(G)", "fps"]
     assert ran.loc["Base(D)", "engines_gpu"] == 0 and ran.loc["Base(D)", "engines_dla"] == 1
     for _, r in ran.iterrows():
         curve = list(r["anytime"])

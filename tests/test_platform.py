@@ -5,15 +5,15 @@ import pytest
 import yaml
 
 from dse.errors import DseError
-from dse.config import group_choices
-from dse.platform import PLATFORM_DIR, load_platform, platform_from_dict
+from dse.config import config_dir, group_choices
+from dse.platform import load_platform, platform_from_dict
 
 THESIS_OPTIONS = {"A": "DLA0-GPU", "B": "GPU-DLA0-GPU", "C": "DLA0-DLA1-GPU", "D": "GPU-DLA0-DLA1-GPU", "E": "GPU",
                   "PND-A": "DLA(x2)-GPU", "PND-B": "GPU-DLA(x2)-GPU"}
 
 
 def raw(name="xavier-agx-sim"):
-    return yaml.safe_load((PLATFORM_DIR / f"{name}.yaml").read_text())
+    return yaml.safe_load((config_dir() / "platform" / f"{name}.yaml").read_text())
 
 
 @pytest.mark.parametrize("name", ["xavier-agx-sim", "orin-agx-sim"])

@@ -278,6 +278,38 @@ def test_the_readme_duckdb_query_runs_on_the_measurements(finished):
     assert nulls == 0
 
 
+def test_guided_strategy_end_to_end(finished):
+    """search.strategy=guided on the same run directory: maximize -> search (guided) -> finetune -> report, no
+    per-option jobs; the same answer as run_search with the same settings, and the report and the comparison
+    count the guided phases only (the proposed search's files stay beside them)."""
+    from bench.search_quality import build
+    from dse.config import split_overrides
+    from dse.evaluate import Evaluator
+    from dse.search import Probe, run_search
+    from dse.workflow.phases import asked_by_phases
+
+    wd, _ = finished
+    guided = f"{FAST[:-1]},search.strategy=guided]"
+    plan = _jobs(snakemake(wd, "-n", "--config", f"overrides={guided}"))
+    assert "search" in plan and "explore_option" not in plan and "select_option" not in plan
+    snakemake(wd, "--config", f"overrides={guided}")
+    run = wd / RUN
+    searched = json.loads((run / "search.json").read_text())
+    assert searched["strategy"] == "guided" and searched["rounds"] and (run / "cache/guided.asked.json").exists()
+    report = (run / "report.md").read_text()
+    assert "guided exploration measured" in report
+    asked = asked_by_phases(run, "guided")
+    assert set(json.loads((run / "cache/guided.asked.json").read_text())) <= asked
+    overrides = tuple(o for o in split_overrides(guided) if not o.startswith("benchmark="))
+    _, _, backend, space, settings, base = build("tiny-detector", "int8", wd / "guided-engines", "xavier-agx-sim",
+                                                 overrides)
+    result = run_search(space, Probe(Evaluator(backend)), base, settings)
+    best = yaml.safe_load((run / "best.yaml").read_text())
+    assert best["config"] == result.finetune.config.to_dict() and searched["unique_tuples"] == result.unique_tuples
+    frame = pd.read_parquet(run / "measurements.parquet")
+    assert set(frame.loc[frame["phase"] == "guided", "strategy"]) <= {"guided"}
+
+
 def test_the_report_counts_what_this_search_asked_for(finished):
     """After a search setting changed, the run's files keep the earlier search's rows (reused where asked
     again); the report and the comparison count only what the current search asked for."""

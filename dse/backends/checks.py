@@ -28,13 +28,18 @@ def check_layout(config: Configuration, platform: Platform) -> str | None:
 
 def check_bounds(config: Configuration, platform: Platform) -> str | None:
     """Every count of the configuration within the platform's limits (``Limits``), naming the limit."""
-    lim = platform.limits
-    bounds = [("buffers", config.buffers, lim.max_buffers, "max_buffers"),
-              ("pre_threads", config.pre_threads, lim.threads(platform.cpu_cores), "max_threads"),
-              ("post_threads", config.post_threads, lim.threads(platform.cpu_cores), "max_threads"),
-              ("batch", config.batch, lim.max_batch, "max_batch"),
-              ("streams of a stage", max(config.streams), lim.max_streams_per_stage, "max_streams_per_stage")]
-    for what, value, limit, key in bounds:
+    return over_limit(platform, [("buffers", config.buffers, "max_buffers"),
+                                 ("pre_threads", config.pre_threads, "max_threads"),
+                                 ("post_threads", config.post_threads, "max_threads"),
+                                 ("batch", config.batch, "max_batch"),
+                                 ("streams of a stage", max(config.streams), "max_streams_per_stage")])
+
+
+def over_limit(platform: Platform, counts) -> str | None:
+    """The first of ``counts`` ((what, value, limit key)) above the platform's limit, as a message naming the
+    limit; None when all are within."""
+    for what, value, key in counts:
+        limit = platform.limits.threads(platform.cpu_cores) if key == "max_threads" else getattr(platform.limits, key)
         if value > limit:
             return f"{what} {value} exceeds the limit of {limit} on {platform.name} (platform.limits.{key})"
     return None

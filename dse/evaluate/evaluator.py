@@ -33,9 +33,12 @@ from dse.store import append, measurement_row, read, row_to_measurement, store_l
 class Evaluator:
     """Measures configurations through a backend (``dse.backends.base.Backend``)."""
 
-    def __init__(self, backend, store: str | Path | None = None, *, cache_files: Iterable[str | Path] = (),
+    def __init__(self, backend, store: str | Path | None = None, *,
+                 cache_files: Iterable[str | Path] | Callable[[], Iterable[str | Path]] = (),
                  seed: int = 0, on_measure: Callable[[Measurement, str, str], None] | None = None,
                  context: str = ""):
+        """``cache_files``: files whose rows answer too, or a function listing them (called at every refresh,
+        so files other jobs create later are seen)."""
         self.backend = backend
         self.store = Path(store) if store else None
         self.seed = seed
@@ -46,13 +49,13 @@ class Evaluator:
         self.reused = 0            # answers served from the cache
         self.asked: set[str] = set()   # configurations asked for, measured or cached (what this search looked at)
         self._stale: set[tuple[str, int]] = set()   # configurations with an error row of an earlier phase or run
-        self._files = list(cache_files) + ([self.store] if self.store else [])
+        self._cache_files = cache_files if callable(cache_files) else (lambda files=list(cache_files): files)
         self._read_as: dict[Path, tuple[int, int]] = {}   # file -> (mtime_ns, size) when last read
         self._refresh()
 
     def _refresh(self) -> None:
         """Load the rows of every cache file that changed since it was last read."""
-        for path in map(Path, self._files):
+        for path in {*map(Path, self._cache_files()), *([self.store] if self.store else [])}:
             try:
                 stat = path.stat()
             except FileNotFoundError:

@@ -14,8 +14,12 @@ def proposed_rows(frame: pd.DataFrame, asked: set[str] | None = None) -> pd.Data
     return frame if asked is None else frame[frame["config_hash"].isin(asked)]
 
 
-def unique_tuples(frame: pd.DataFrame, phases=("option-search", "full-search")) -> int:
-    """Cut-point tuples measured by the cut-point explorer (thesis Table 3.4 counts unique tuples)."""
+# phases that measure cut tuples: the thesis' explorer (global and full searches) and the guided exploration
+TUPLE_PHASES = ("option-search", "full-search", "guided")
+
+
+def unique_tuples(frame: pd.DataFrame, phases=TUPLE_PHASES) -> int:
+    """Cut-point tuples measured by the cut-tuple searches (thesis Table 3.4 counts unique tuples)."""
     sub = frame[frame["phase"].isin(phases)]
     return len({(o, tuple(int(c) for c in cuts)) for o, cuts in zip(sub["option"], sub["cuts"])})
 

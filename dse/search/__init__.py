@@ -3,18 +3,20 @@
 The proposed method of the thesis (Ch. 3.5) as phases (``pipeline``): maximize (Base(G) + the parameter
 maximizer), explore each option (Algorithm 2, global only), select the option and the shortlist, search the
 shortlist (Algorithm 2 + Algorithm 3), fine-tune. ``run_search`` chains them; the workflow calls each one.
+``search.strategy=guided`` replaces the middle three by one model-guided exploration (``guided``).
 """
 from dse.search.explorer import OptionResult, explore_option
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.maximizer import MaximizeResult, maximize
-from dse.search.pipeline import (Refined, SearchResult, Selection, explore_phase, finetune_phase, maximize_phase,
-                                 run_search, search_phase, select_option, select_phase, unique_tuples)
+from dse.search.pipeline import (GuidedRun, Refined, SearchResult, Selection, explore_phase, finetune_phase,
+                                 guided_phase, maximize_phase, run_search, search_phase, select_option, select_phase,
+                                 unique_tuples)
 from dse.search.probe import Probe
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
 __all__ = [
-    "Evaluator", "FinetuneResult", "MaximizeResult", "OptionResult", "Probe", "Refined", "SearchResult",
+    "Evaluator", "FinetuneResult", "GuidedRun", "MaximizeResult", "OptionResult", "Probe", "Refined", "SearchResult",
     "SearchSettings", "SearchSpace", "Selection", "explore_option", "explore_phase", "finetune", "finetune_phase",
-    "maximize", "maximize_phase", "run_search", "search_phase", "select_option", "select_phase", "unique_tuples",
+    "guided_phase", "maximize", "maximize_phase", "run_search", "search_phase", "select_option", "select_phase", "unique_tuples",
 ]

@@ -4,6 +4,8 @@ maximize (Base(G), then the parameter maximizer on the main-PE-only option) -> g
 every mapping option (one call per option) -> selection of the best option and of the shortlist within
 ``refine_within`` of it -> full exploration of the shortlist, the best of it wins -> fine-tuning.
 
+``search.strategy=guided`` replaces the three middle phases by ``guided_phase`` (``dse.search.guided``).
+
 These functions are the only implementation: each Snakemake rule calls one of them (``dse.workflow.phases``
 reads its inputs and writes its result), and ``run_search`` (what ``bench/`` measures) chains the same calls
 in one process. Both paths measure the same configurations and find the same best one (tests check it).
@@ -18,7 +20,10 @@ from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.search.baselines import base_g_config
 from dse.search.explorer import OptionResult, explore_option
+from dse.measurement import Measurement
 from dse.search.finetune import FinetuneResult, finetune
+from dse.search.guided import STRATEGY as GUIDED
+from dse.search.guided import GuidedResult, guided_search
 from dse.search.maximizer import MaximizeResult, maximize
 from dse.search.probe import Probe, as_probe
 from dse.search.settings import SearchSettings
@@ -29,7 +34,7 @@ def maximize_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Confi
                    settings: SearchSettings) -> MaximizeResult:
     """Base(G) (the whole network on the main PE, one context, no overlap: the baseline every gain is
     measured against), then the maximizer's parameter bounds on the main-PE-only option."""
-    probe = as_probe(evaluator)
+    probe = as_probe(evaluator, settings.strategy)
     probe.measure(base_g_config(base, space), "baseline", strategy="Base(G)")
     result = maximize(probe, base, settings, space.main_only_option())
     if not result.best.ok:
@@ -115,10 +120,27 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
     return Refined(selected, results)
 
 
-def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration,
+def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
                    settings: SearchSettings) -> FinetuneResult:
-    """The three-step fine-tuner on the search's best configuration."""
-    return finetune(space, as_probe(evaluator), start, settings)
+    """The three-step fine-tuner on the search's best configuration, or on each of several finalists (the best
+    tuned one wins, the first on a tie; ``points`` counts every finalist's)."""
+    probe = as_probe(evaluator, settings.strategy)
+    starts = [start] if isinstance(start, Configuration) else list(start)
+    results = [finetune(space, probe, s, settings) for s in starts]
+    best = max(results, key=lambda r: (r.fps, -results.index(r)))
+    best.points = sum(r.points for r in results)
+    return best
+
+
+def guided_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+                 settings: SearchSettings, known: Sequence[Measurement] = (),
+                 progress: Callable[[str], None] | None = None) -> GuidedResult:
+    """search.strategy=guided: the model-guided exploration of every option (``known``: the maximizer's
+    measurements, which the model learns from too)."""
+    if space.network_facts is None:
+        raise DseError("the guided search needs the network's per-layer facts (a SearchSpace built for a platform)")
+    return guided_search(space, as_probe(evaluator, GUIDED), base, bounds, settings, space.network_facts(),
+                         options=settings.options or None, known=known, progress=progress)
 
 
 @dataclass
@@ -167,13 +189,56 @@ def unique_tuples(results: Iterable[OptionResult | Mapping]) -> int:
     return len(seen)
 
 
+@dataclass
+class GuidedRun:
+    """maximize -> guided exploration -> fine-tuning, in one process (search.strategy=guided)."""
+
+    maximize: MaximizeResult
+    guided: GuidedResult
+    finetune: FinetuneResult
+    measured: int
+    settings: SearchSettings | None = None
+
+    @property
+    def selected(self) -> str:
+        return self.guided.selected
+
+    @property
+    def unique_tuples(self) -> int:
+        return self.guided.unique_tuples
+
+    @property
+    def param_points(self) -> int:
+        return self.finetune.points
+
+    def to_dict(self) -> dict:
+        return {"strategy": GUIDED, "selected": self.selected, "fps": self.finetune.fps,
+                "settings": self.settings.to_dict() if self.settings else None,
+                "best": self.finetune.config.to_dict(), "unique_tuples": self.unique_tuples,
+                "param_points": self.param_points, "measured": self.measured,
+                "option_fps": dict(self.guided.option_fps), "maximize": self.maximize.to_dict(),
+                "guided": self.guided.to_dict(), "finetune": self.finetune.to_dict()}
+
+
 def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, settings: SearchSettings,
                *, options: Sequence[str] | None = None, initial: Mapping[str, Sequence[int]] | None = None,
-               progress: Callable[[str], None] | None = None) -> SearchResult:
-    """Every phase in one process, sharing one memo; ``initial`` (option -> cuts) re-explores from reused
-    tuples with K = 1."""
-    probe, initial = as_probe(evaluator), dict(initial or {})
+               progress: Callable[[str], None] | None = None) -> SearchResult | GuidedRun:
+    """Every phase of ``settings.strategy`` in one process, sharing one memo; ``initial`` (option -> cuts)
+    re-explores from reused tuples with K = 1 (the thesis' search only)."""
+    probe, initial = as_probe(evaluator, settings.strategy), dict(initial or {})
     before = probe.measured
+    if settings.strategy == GUIDED:
+        if progress:
+            progress(f"maximizing parameters on option {space.main_only_option()}")
+        mx = maximize_phase(space, probe, base, settings)
+        known = list(probe.memo.values())
+        if options:
+            settings = settings.with_(options=tuple(options))
+        found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
+        if progress:
+            progress("fine-tuning")
+        tuned = finetune_phase(space, probe, found.finalists, settings)
+        return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")
     mx = maximize_phase(space, probe, base, settings)

@@ -41,6 +41,11 @@ class Probe:
     def measured(self) -> int:
         return len(self._memo)
 
+    @property
+    def memo(self) -> dict[str, Measurement]:
+        """Every configuration asked through this probe (hash -> its measurement), in ask order."""
+        return self._memo
+
 
 def as_probe(evaluator: Evaluator | Probe, strategy: str = STRATEGY) -> Probe:
     return evaluator if isinstance(evaluator, Probe) else Probe(evaluator, strategy)

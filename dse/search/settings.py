@@ -13,9 +13,11 @@ from typing import Any, Mapping
 from dse.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
+STRATEGIES = ("proposed", "guided")   # the thesis' search (Sec. 3.5) | model-guided (dse.search.guided)
 # the largest value of every count a user may set (the platform's limits bound the configurations further)
 UPPER_BOUNDS = {"top_k": 1000, "min_local_searches": 1000, "max_pre": 256, "max_post": 256, "max_buffers": 4096,
-                "max_streams": 64, "dla_streams": 64, "max_tuples": 100_000, "sample_step": 10_000}
+                "max_streams": 64, "dla_streams": 64, "max_tuples": 100_000, "sample_step": 10_000,
+                "guided_budget": 100_000, "guided_batch": 64}
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class SearchSettings:
     """Defaults follow the thesis where it gives a value (K=10, L=10, T greedy from high to low)."""
 
     seed: int = 0
+    strategy: str = "proposed"
     # candidate cut set: feasible positions at least `sample_step` layers apart (0 = auto, ~n_layers/20)
     sample_step: int = 0
     top_k: int = 10                  # K of Algorithm 2 (1 when re-exploring from a reused tuple)
@@ -51,6 +54,11 @@ class SearchSettings:
     # a finished run directory whose per-option best cuts seed this search (K = 1: thesis Tables 3.8/3.9);
     # read by the workflow, never by a strategy
     reuse_from: str | None = None
+    # guided strategy: at most this many cut tuples, measured this many per round; the relative noise of one
+    # measurement (how far a single FPS may be from the configuration's mean)
+    guided_budget: int = 80
+    guided_batch: int = 4
+    guided_noise: float = 0.01
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(str(o) for o in (self.options or ())))
@@ -59,6 +67,10 @@ class SearchSettings:
             if not (Path(self.reuse_from) / "options").is_dir():
                 raise DseError(f"reuse_from={self.reuse_from!r} is not a finished run directory (it has no "
                                f"options/ with per-option results)")
+        if self.strategy not in STRATEGIES:
+            raise choices_error("search.strategy", self.strategy, STRATEGIES)
+        if not 0 < self.guided_noise < 1:
+            raise DseError(f"search.guided_noise must be in (0, 1), got {self.guided_noise}")
         if self.initial not in INITIAL_MODES:
             raise choices_error("search.initial", self.initial, INITIAL_MODES)
         from dse.config import bounded_int

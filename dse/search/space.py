@@ -42,6 +42,9 @@ class SearchSpace:
     stage_pe_types: dict[str, list[str]]
     main_pe: str = "GPU"
     gpu_layer_profile: Callable[[], list[float]] | None = None
+    # for model-based strategies: per option the stages' cost classes and PEs, and the network's per-layer facts
+    stage_roles: dict | None = None
+    network_facts: Callable[[], object] | None = None
 
     def __post_init__(self):
         self.feasible_cuts = sorted({int(c) for c in self.feasible_cuts if 0 <= int(c) < self.n_layers - 1})
@@ -92,11 +95,22 @@ class SearchSpace:
         if GPU_LAYER_PROFILE in capabilities_of(platform.backend):
             def profile() -> list[float]:
                 return backend().gpu_layer_profile(settings.precision, settings.batch)
+        from dse.search.board_model import network_facts, roles_of_platform
+
         skipped = unrunnable_options(platform, settings.precision, settings.batch)
         kinds = {o: k for o, k in platform.stage_kinds().items() if o not in skipped}
+        roles = {o: r for o, r in roles_of_platform(platform).items() if o in kinds}
+        facts = {}
+
+        def facts_of():
+            if "facts" not in facts:
+                facts["facts"] = network_facts(analysis, platform, profile() if profile else None)
+            return facts["facts"]
+
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                    check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
-                   main_pe=platform.main_kind, gpu_layer_profile=profile)
+                   main_pe=platform.main_kind, gpu_layer_profile=profile, stage_roles=roles,
+                   network_facts=facts_of)
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""

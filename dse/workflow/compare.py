@@ -2,7 +2,9 @@
 
 Methods: Base(G), Base(D), Interleaved, Interleaved + tuned, Profiled (profile-based GA), the
 comprehensive GA, the fine-tuning GA, exhaustive search, random search with the proposed method's
-budget, and the proposed method itself (read from the run's own phases, not rerun). Each method
+budget, plain Optuna (TPE, and Optuna's random sampler) through ask/tell with the same budget, the
+proposed method and the guided one (the run's own search.strategy is read from its phases, not rerun; the
+other runs here on the options the run explored). "The same budget" is the run's own search's. Each method
 measures through its own Evaluator whose cache holds every earlier measurement of the run (so no
 configuration is measured twice across methods) and whose new rows go to `cache/compare-<method>.parquet`
 with the method as strategy and `<method>/<phase>` as phase. "Points measured" of a method counts the
@@ -25,16 +27,22 @@ from omegaconf import OmegaConf
 from dse.configuration import Configuration
 from dse.errors import DseError, choices_error
 from dse.platform import Platform
+from dse.report.tables import TUPLE_PHASES
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.ga_common import GASettings
 from dse.search.recorder import RecordingProbe
-from dse.workflow.phases import PHASE_FILES, RunContext, asked_by_phases
+from dse.workflow.phases import RunContext, asked_by_phases, phase_files
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
-           "Fine-tuning GA", "Exhaustive", "Random", "Proposed")
+           "Fine-tuning GA", "Exhaustive", "Random", "Optuna TPE", "Optuna random", "Proposed", "Guided")
 SLUG = {"Base(G)": "base-g", "Base(D)": "base-d", "Interleaved": "interleaved", "Interleaved+tuned": "interleaved-tuned",
         "Profiled": "profiled", "Comprehensive GA": "comprehensive-ga", "Fine-tuning GA": "finetune-ga",
-        "Exhaustive": "exhaustive", "Random": "random", "Proposed": "proposed"}
+        "Exhaustive": "exhaustive", "Random": "random",
+        "Optuna TPE": "optuna-tpe", "Optuna random": "optuna-random", "Proposed": "proposed",
+        "Guided": "guided"}
+OPTUNA_SAMPLERS = {"Optuna TPE": "tpe", "Optuna random": "random"}
+# the two search.strategy values: the run's own is read from its phases, the other one runs in this job
+RUN_STRATEGIES = {"Proposed": "proposed", "Guided": "guided"}
 
 
 @dataclass
@@ -109,23 +117,28 @@ class Comparison:
         self.options = self.ctx.options()          # what the proposed method explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base
+        self._probes: dict[str, RecordingProbe] = {}
 
     def probe(self, method: str) -> RecordingProbe:
-        """A fresh evaluator (cache = every file of the run so far) writing the method's own file."""
-        slug = SLUG[method]
-        ev = self.ctx.evaluator(f"compare-{slug}", f"compare {method}", backend=self.backend)
-        return RecordingProbe(ev, strategy=method, phase_prefix=slug)
+        """The method's probe, made once: an evaluator (cache = every file of the run, re-read where another
+        method's evaluator wrote since) writing the method's own file."""
+        if method not in self._probes:
+            slug = SLUG[method]
+            ev = self.ctx.evaluator(f"compare-{slug}", f"compare {method}", backend=self.backend)
+            self._probes[method] = RecordingProbe(ev, strategy=method, phase_prefix=slug)
+        return self._probes[method]
 
     def proposed_rows(self) -> pd.DataFrame:
         from dse.store import RETRIED_STATUSES, read
 
-        files = [p for pat in PHASE_FILES for p in sorted((self.ctx.run / "cache").glob(f"{pat}.parquet"))]
+        files = phase_files(self.ctx.run, self.ctx.settings.strategy, ".parquet")
         frames = [read(p, context=self.ctx.measurement_context) for p in files]
         frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
         if frame is None:
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
-        frame = frame[frame["strategy"] == "proposed"]
-        asked = asked_by_phases(self.ctx.run)
+        # the phases' own rows (a row another strategy's run wrote first, e.g. the maximizer's, keeps its label)
+        frame = frame[frame["strategy"] != "Base(G)"]
+        asked = asked_by_phases(self.ctx.run, self.ctx.settings.strategy)
         if asked is not None:   # not the rows of an earlier search with other settings
             frame = frame[frame["config_hash"].isin(asked)]
         # one row per configuration: its answer, or its error where no later try succeeded
@@ -200,7 +213,18 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         r = random_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
                           seed=ctx.settings.seed)
         return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
-    if method == "Proposed":
+    if method in OPTUNA_SAMPLERS:
+        import importlib.util
+
+        if importlib.util.find_spec("optuna") is None:   # an optional extra: the rest of the comparison still runs
+            raise _Skip("optuna is not installed: pip install -e '.[optuna]'")
+        from dse.search.optuna_search import optuna_search
+
+        budget = len(cmp.proposed_rows())   # the same budget rule as Random
+        r = optuna_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
+                          sampler=OPTUNA_SAMPLERS[method], seed=ctx.settings.seed)
+        return _answer(method, r.measurement, probe.asked, extra={"budget": budget, "trials": r.trials})
+    if method in RUN_STRATEGIES and RUN_STRATEGIES[method] == ctx.settings.strategy:   # the run's own search
         rows = cmp.proposed_rows()
         from dse.store import row_to_measurement
 
@@ -209,6 +233,12 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         mapping = _proposed_mapping_points(cmp)
         return _answer(method, best, asked, extra={"mapping_points": len(mapping),
                                                    "param_points": int((rows["phase"] == "finetune").sum())})
+    if method in RUN_STRATEGIES:   # the other strategy, run here on the options the run explored
+        from dse.search import run_search
+
+        r = run_search(space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
+        return _answer(method, r.finetune.measurement, probe.asked,
+                       extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
     raise choices_error("comparison method", method, METHODS)
 
 
@@ -227,7 +257,7 @@ def _proposed_best(cmp: Comparison):
 
 def _proposed_mapping_points(cmp: Comparison) -> set:
     rows = cmp.proposed_rows()
-    sub = rows[rows["phase"].isin(["option-search", "full-search"])]
+    sub = rows[rows["phase"].isin(TUPLE_PHASES)]
     return {(o, tuple(int(c) for c in cuts)) for o, cuts in zip(sub["option"], sub["cuts"])}
 
 

@@ -122,11 +122,11 @@ class RunContext:
 
     def evaluator(self, phase_file: str, label: str, backend=None) -> Evaluator:
         """Measures through ``backend`` (the run's by default) into ``cache/<phase_file>.parquet``; the cache
-        holds every measurement of the run so far in this run's measurement context."""
+        holds every measurement of the run in this run's measurement context, the files of jobs running beside it
+        included (they are listed again at every refresh)."""
         cache_dir = self.run / "cache"
-        store = cache_dir / f"{phase_file}.parquet"
-        others = sorted(p for p in cache_dir.glob("*.parquet") if p != store)
-        return Evaluator(backend or self.backend, store, cache_files=others, seed=self.measure_settings.seed,
+        return Evaluator(backend or self.backend, cache_dir / f"{phase_file}.parquet",
+                         cache_files=lambda: sorted(cache_dir.glob("*.parquet")), seed=self.measure_settings.seed,
                          on_measure=_progress(label), context=self.measurement_context)
 
 
@@ -143,7 +143,10 @@ def _progress(label: str):
     return report
 
 
-PHASE_FILES = ("maximize", "explore-*", "search", "finetune")   # the proposed method's phases, in cache/
+# the run's own phases per search.strategy (their files in cache/): a run directory that switched strategy
+# keeps the other one's files, which the report and the comparison must not count
+PHASE_FILES = {"proposed": ("maximize", "explore-*", "search", "finetune"),
+               "guided": ("maximize", "guided", "finetune")}
 
 
 def _done(ctx: RunContext, phase_file: str, label: str, ev: Evaluator, best: float) -> None:
@@ -155,9 +158,14 @@ def _done(ctx: RunContext, phase_file: str, label: str, ev: Evaluator, best: flo
           file=sys.stderr, flush=True)
 
 
-def asked_by_phases(run: Path) -> set[str] | None:
+def phase_files(run: Path, strategy: str, suffix: str) -> list[Path]:
+    """The files ``cache/<phase><suffix>`` of the phases of ``strategy``, in phase order."""
+    return [p for pattern in PHASE_FILES[strategy] for p in sorted((run / "cache").glob(f"{pattern}{suffix}"))]
+
+
+def asked_by_phases(run: Path, strategy: str = "proposed") -> set[str] | None:
     """Configuration hashes the run's phases asked for (None for a run from before these records)."""
-    files = [p for pattern in PHASE_FILES for p in sorted((run / "cache").glob(f"{pattern}.asked.json"))]
+    files = phase_files(run, strategy, ".asked.json")
     return {h for p in files for h in json.loads(p.read_text())} if files else None
 
 
@@ -206,10 +214,13 @@ def select_option(run: str | Path, options: list[str]) -> dict:
 
 
 def search(run: str | Path) -> dict:
-    """Global + local search (Algorithms 2 and 3) on each shortlisted option: search.json."""
+    """Global + local search (Algorithms 2 and 3) on each shortlisted option, or with search.strategy=guided
+    the model-guided exploration of every option: search.json."""
     from dse.search import search_phase
 
     ctx = RunContext(Path(run))
+    if ctx.settings.strategy == "guided":
+        return guided(ctx)
     shortlist = _read(ctx.run, "selected.json")["shortlist"]
     bounds = _read(ctx.run, "maximize.json")["bounds"]
     ev = ctx.evaluator("search", f"search {'/'.join(shortlist)}")
@@ -221,14 +232,33 @@ def search(run: str | Path) -> dict:
     return out
 
 
+def guided(ctx: RunContext) -> dict:
+    """The guided exploration straight after the maximizer (whose measurements it learns from): search.json
+    (the same keys the fine-tuner and the report read) with the guided rounds."""
+    from dse.search import guided_phase
+
+    bounds = _read(ctx.run, "maximize.json")["bounds"]
+    ev = ctx.evaluator("guided", "guided")
+    asked = json.loads((ctx.run / "cache" / "maximize.asked.json").read_text())
+    known = [m for m in (ev.cache.get((h, 0)) for h in asked) if m is not None]
+    found = guided_phase(ctx.space, ev, ctx.base, bounds, ctx.settings, known,
+                         progress=lambda msg: print(f"[guided] {msg}", file=sys.stderr, flush=True))
+    out = found.to_dict()
+    write_json_atomic(ctx.run / "search.json", out)
+    _done(ctx, "guided", f"guided ({found.unique_tuples} tuples, {found.stopped})", ev, out["fps"])
+    return out
+
+
 def finetune(run: str | Path) -> dict:
-    """Fine-tune threads, buffers and streams of the search's best: best.yaml."""
+    """Fine-tune threads, buffers and streams of the search's best (or of each of the guided search's
+    finalists, keeping the best): best.yaml."""
     from dse.search import finetune_phase
 
     ctx = RunContext(Path(run))
     found = _read(ctx.run, "search.json")
     ev = ctx.evaluator("finetune", "finetune")
-    result = finetune_phase(ctx.space, ev, Configuration.from_dict(found["best_config"]), ctx.settings)
+    starts = [Configuration.from_dict(c) for c in found.get("finalists") or [found["best_config"]]]
+    result = finetune_phase(ctx.space, ev, starts, ctx.settings)
     m = result.measurement
     best = {
         "benchmark": ctx.base.benchmark, "platform": ctx.base.platform, "backend": ctx.backend.name,

@@ -30,6 +30,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
     """The parts of a composed config, each validated by the object a job builds from it, and the mapping
     options the run explores (``search.options``, else every option of the platform)."""
     from dse.backends import MeasureSettings, validate_backend
+    from dse.backends.checks import over_limit
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
     from dse.search.settings import SearchSettings
@@ -42,13 +43,12 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     settings = SearchSettings.from_dict(search)
     options = runnable_options(loaded, measure, settings)
-    limits = loaded.limits
-    for name, value, limit, key in (("batch", measure.batch, limits.max_batch, "max_batch"),
-                                    ("search.max_buffers", settings.max_buffers, limits.max_buffers, "max_buffers"),
-                                    ("search.max_pre", settings.max_pre, limits.threads(loaded.cpu_cores), "max_threads"),
-                                    ("search.max_post", settings.max_post, limits.threads(loaded.cpu_cores), "max_threads")):
-        if value > limit:
-            raise DseError(f"{name} {value} exceeds the limit of {limit} on {loaded.name} (platform.limits.{key})")
+    reason = over_limit(loaded, [("batch", measure.batch, "max_batch"),
+                                 ("search.max_buffers", settings.max_buffers, "max_buffers"),
+                                 ("search.max_pre", settings.max_pre, "max_threads"),
+                                 ("search.max_post", settings.max_post, "max_threads")])
+    if reason:
+        raise DseError(reason)
     source = model_source(cfg)
     check_model_source(source)
     compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
@@ -92,6 +92,7 @@ class RunPlan:
     parts: dict[str, str]
     resolved: str
     options: tuple[str, ...]
+    strategy: str = "proposed"     # search.strategy: which rules the run's search takes
 
 
 def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
@@ -111,7 +112,7 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
         if rd in runs:
             raise DseError(f"two planned runs share the directory {rd}")
         runs[rd] = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
-                           options=options)
+                           options=options, strategy=parts["search"]["strategy"])
     return runs
 
 

@@ -19,10 +19,12 @@ def report(run: str | Path) -> Path:
     run, ms, platform = ctx.run, ctx.measure_settings, ctx.platform
     # every measurement goes to the file; the tables and plots describe the proposed method's run
     frame = proposed_rows(merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet",
-                                context=ctx.measurement_context), asked_by_phases(run))
+                                context=ctx.measurement_context), asked_by_phases(run, ctx.settings.strategy))
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
-    selected = json.loads((run / "selected.json").read_text())
     searched = json.loads((run / "search.json").read_text())
+    guided = ctx.settings.strategy == "guided"
+    # the option FPS after the global phase (thesis) or the best each option reached while guided
+    option_fps = searched["option_fps"] if guided else json.loads((run / "selected.json").read_text())["option_fps"]
     refined = searched.get("refined", {})
     frames = ms.sample_size + (ms.warmup or 0)
     costs = platform.board_costs
@@ -44,14 +46,16 @@ def report(run: str | Path) -> Path:
         + (f" Base(G) (main PE only, 1 stream, 1 thread each, 1 buffer): {base:.1f} FPS,"
            f" gain {100 * (best['fps'] / base - 1):+.0f} %." if base else ""),
         "",
-        "## Mapping options (global search, thesis Fig. 3.8)",
+        "## Mapping options (guided exploration)" if guided else "## Mapping options (global search, thesis Fig. 3.8)",
         "",
         markdown_table([{"Option": o, "FPS": round(v, 1),
-                         "Full search (FPS)": round(refined[o], 1) if o in refined else "",
+                         **({} if guided else {"Full search (FPS)": round(refined[o], 1) if o in refined else ""}),
                          "Selected": "yes" if o == searched["selected"] else ""}
-                        for o, v in sorted(selected["option_fps"].items(), key=lambda kv: -kv[1])]),
-        f"Options within {100 * ctx.settings.refine_within:.0f} % of the best after the global phase get a "
-        "full (global + local) search; the best of them is fine-tuned."
+                        for o, v in sorted(option_fps.items(), key=lambda kv: -kv[1])]),
+        (f"The guided exploration measured {searched['unique_tuples']} cut tuples in {len(searched['rounds'])} "
+         f"rounds and stopped: {searched['stopped']}; its best is fine-tuned." if guided else
+         f"Options within {100 * ctx.settings.refine_within:.0f} % of the best after the global phase get a "
+         "full (global + local) search; the best of them is fine-tuned.")
         + "".join(f" Not explored: {o} ({why})." for o, why in
                   unrunnable_options(platform, ms.precision, ms.batch).items()),
         "",

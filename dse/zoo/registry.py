@@ -53,7 +53,7 @@ def cfg_path(name: str) -> Path:
     return Path(str(resources.files("dse.zoo") / "cfg" / f"{name}.cfg"))
 
 
-def _resolve(name_or_cfg: str | Path) -> tuple[Path, int | None]:
+def resolve(name_or_cfg: str | Path) -> tuple[Path, int | None]:
     """A zoo name -> (its cfg, its default input size); a path to a .cfg -> (the path, None = cfg's own)."""
     text = str(name_or_cfg)
     if text in ZOO:
@@ -73,13 +73,13 @@ def build_network(name_or_cfg: str | Path, input_size: int | None = None, batch:
     input_size=None uses the zoo default (416 for the thesis networks, 64 for the tiny ones) or, for a
     user cfg, its [net] width/height. Random weights are seeded: the same arguments give identical bytes.
     """
-    path, default = _resolve(name_or_cfg)
+    path, default = resolve(name_or_cfg)
     return convert(path, input_size or default, batch, seed, weights)
 
 
 def network_layers(name_or_cfg: str | Path) -> int:
     """ONNX node count of a network (independent of input size), computed without weights."""
-    path, default = _resolve(name_or_cfg)
+    path, default = resolve(name_or_cfg)
     return count_nodes(path, default)
 
 

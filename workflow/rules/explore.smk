@@ -45,9 +45,11 @@ rule select_option:
 
 
 rule search:
-    """Global + local search (Algorithms 2 and 3, T lowered greedily) on each shortlisted option."""
+    """search.strategy=proposed: global + local search (Algorithms 2 and 3, T lowered greedily) on each
+    shortlisted option. search.strategy=guided: the model-guided exploration of every option, straight after
+    the maximizer (no per-option jobs)."""
     input:
-        "{run}/selected.json",
+        lambda wc: f"{wc.run}/maximize.json" if _plan(wc.run).strategy == "guided" else f"{wc.run}/selected.json",
     output:
         "{run}/search.json",
     log:

@@ -84,21 +84,8 @@ class CostModel:
 
     # ---- per layer -------------------------------------------------------------------------------
     def _dla_support(self) -> np.ndarray:
-        t, rules = self.table, self.platform.dla_rules
-        ok = np.ones(t.n, dtype=bool)
-        if rules is None:
-            return ~ok
-        for i in range(t.n):
-            name, op = t.names[i].lower(), t.op_types[i]
-            if op not in rules.supported_ops or t.kind[i] == "head":
-                ok[i] = False
-            elif any(name.startswith(p) for p in rules.unsupported_name_prefixes):
-                ok[i] = False
-            elif t.kernel[i] > rules.max_kernel:
-                ok[i] = False
-            elif op == "Concat" and int(t.concat_axis[i]) not in (rules.concat_axis, rules.concat_axis - 4):
-                ok[i] = False
-        return ok
+        rules = self.platform.dla_rules
+        return rules.layer_support(self.table) if rules is not None else np.zeros(self.table.n, dtype=bool)
 
     def per_layer(self, pe_type: str, precision: str, batch: int) -> _PerLayer:
         key = (pe_type, precision, int(batch))

@@ -1,0 +1,143 @@
+"""The guided search: its board model recovers known DLA layer costs from stage times alone, its candidate
+enumeration is every feasible tuple, and on small networks it finds the brute-force best with fewer tuples."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dse.backends.base import MeasureSettings
+from dse.backends.sim import SimBackend
+from dse.configuration import Configuration
+from dse.errors import DseError
+from dse.evaluate import Evaluator
+from dse.graph.analysis import analyze
+from dse.platform import load_platform
+from dse.search import Probe, SearchSettings, SearchSpace, maximize_phase, run_search
+from dse.search.board_model import (NetworkFacts, Observation, StageRole, StageRow, fit_board_model,
+                                    roles_of_platform)
+from dse.search.exhaustive import feasible_tuples
+from dse.search.guided import candidate_tuples, expected_gain, guided_search
+from dse.search.params import search_config
+from dse.search.streams import stream_tuple
+from dse.zoo import build_network
+
+
+def _synthetic_facts(n=48, groups=6, seed=0):
+    rng = np.random.default_rng(seed)
+    weight = rng.uniform(0.05, 0.5, n)
+    ok = np.ones(n, dtype=bool)
+    ok[[13, 31]] = False                     # two unsupported layers that split a DLA engine
+    return NetworkFacts(weight=weight, dla_ok=ok, splits=~ok, crossing_bytes=rng.uniform(1e5, 1e6, n),
+                        input_bytes=5e5, profiled=True, groups=groups)
+
+
+def test_model_recovers_known_dla_layer_costs_from_stage_times():
+    """Synthetic DLA stage times from known per-group DLA/GPU ratios (and loadable, reformat and fallback
+    costs): NNLS over layer groups gets each group's ratio back from whole-stage times only."""
+    facts = _synthetic_facts()
+    g = facts.groups
+    true = np.concatenate([[1.5, 2.0, 3.5, 2.5, 4.0, 1.8],     # DLA ms per GPU ms, per layer group
+                           [0.08, 0.02, 1.0, 0.05, 0.03]])    # loadable, per MB, fallback slope, fixed, after cut
+    rng = np.random.default_rng(1)
+    rows = []
+    for _ in range(60):
+        a, b = sorted(rng.choice(facts.n, 2, replace=False))
+        x = facts.dla_features(np.array([a]), np.array([b]))[0]
+        rows.append(StageRow("dla", int(a), int(b), float(x @ true)))
+    roles = {"E": [StageRole("gpu", ("GPU",))], "A": [StageRole("dla", ("DLA0",), fallback="GPU"),
+                                                     StageRole("gpu", ("GPU",))]}
+    gpu_rows = [StageRow("gpu", 0, facts.n - 1, float(facts.cum_w[-1]) + 0.1)]
+    model = fit_board_model(facts, roles, gpu_rows + rows, [])
+    central = model.fits["dla"].coef[0]
+    np.testing.assert_allclose(central[:g], true[:g], rtol=0.05)
+    # and the stage times it predicts for unseen ranges
+    first, last = np.array([0, 10, 20]), np.array([30, 40, 47])
+    pred = model.fits["dla"].coef[0] @ facts.dla_features(first, last).T
+    np.testing.assert_allclose(pred, facts.dla_features(first, last) @ true, rtol=0.03)
+
+
+def test_without_measurements_the_uncertainty_is_wide_and_measurements_narrow_it():
+    facts = _synthetic_facts()
+    roles = {"A": [StageRole("dla", ("DLA0",), fallback="GPU"), StageRole("gpu", ("GPU",))],
+             "E": [StageRole("gpu", ("GPU",))]}
+    cuts = np.array([[c] for c in range(5, 40)])
+    gpu = [StageRow("gpu", 0, facts.n - 1, float(facts.cum_w[-1]))]
+    blind = fit_board_model(facts, roles, gpu, [Observation("E", (), (1,), 4, 1000 / float(facts.cum_w[-1]))])
+    _, sd_blind = blind.predict("A", cuts, (2, 1), 6)
+    obs = [Observation("A", (c,), (2, 1), 6, 100.0) for c in (10, 20, 30)]
+    seen = fit_board_model(facts, roles, gpu, obs)
+    _, sd_seen = seen.predict("A", np.array([[10], [20], [30]]), (2, 1), 6)
+    assert sd_seen.max() < sd_blind.min()
+    assert np.all(expected_gain(np.log([90.0, 100.0, 110.0]), np.array([0.05] * 3), np.log(100.0)) > 0)
+
+
+@pytest.fixture(scope="module", params=["tiny-detector", "yolov2-tiny"])
+def board(request):
+    net = request.param
+    size = 64 if net.startswith("tiny") else 416
+    analysis = analyze(build_network(net, input_size=size))
+    raw = dict(load_platform("xavier-agx-sim").raw)
+    raw["noise"] = {"sigma": 0.0, "task_sigma": 0.0}         # noise-free: the brute-force best is one tuple
+    platform = load_platform(raw)
+    backend = SimBackend(platform, analysis, MeasureSettings(input_size=size, seed=0))
+    space = SearchSpace.for_backend(analysis, backend)
+    base = Configuration(benchmark=net, platform=platform.name, precision="int8", input_size=size,
+                         model_digest=analysis.digest)
+    return backend, space, base
+
+
+def test_candidates_are_every_feasible_tuple(board):
+    _, space, _ = board
+    for n in (1, 2, 3):
+        brute = {t for t in itertools.combinations(space.feasible_cuts, n) if space.feasibility(t) is None}
+        assert {tuple(int(c) for c in row) for row in candidate_tuples(space, n)} == brute
+    thinned = candidate_tuples(space, 3, limit=50)
+    assert 0 < len(thinned) <= 50
+
+
+def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
+    """Every feasible tuple of every option with at most two cuts, measured at the same parameters: the
+    guided search's answer is the best of them (noise-free sim) and it measured far fewer."""
+    backend, space, base = board
+    settings = SearchSettings(seed=0, options=("E", "A", "B", "C", "PND-A", "PND-B"), guided_noise=0.005)
+    probe = Probe(Evaluator(backend), "guided")
+    bounds = maximize_phase(space, probe, base, settings.with_(strategy="guided")).bounds
+    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options,
+                          known=list(probe.memo.values()))
+    brute, total = 0.0, 0
+    for option in settings.options:
+        streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams)
+        for cuts in feasible_tuples(space, space.n_cuts(option)) if space.n_cuts(option) else [()]:
+            m = backend.measure(search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers))
+            brute, total = max(brute, m.fps if m.ok else 0.0), total + 1
+    assert found.fps >= 0.995 * brute, (found.best_config, found.fps, brute)
+    assert found.unique_tuples < total / 2, (found.unique_tuples, total)
+    assert found.rounds and found.stopped
+
+
+def test_run_search_runs_the_guided_strategy_and_labels_its_rows(board):
+    backend, space, base = board
+    ev = Evaluator(backend)
+    r = run_search(space, Probe(ev), base, SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A")))
+    assert r.to_dict()["strategy"] == "guided" and r.finetune.fps >= r.guided.fps * 0.98
+    assert r.selected in ("E", "A", "PND-A")
+    assert r.unique_tuples == len({(o, c) for o, c in r.guided.tuples})
+
+
+def test_roles_follow_the_platform():
+    roles = roles_of_platform(load_platform("xavier-agx-sim"))
+    assert [r.cost_class for r in roles["PND-B"]] == ["gpu", "dla", "gpu"]
+    assert roles["PND-B"][1].split and roles["PND-B"][1].resources == ("DLA0", "DLA1")
+    cpu = roles_of_platform(load_platform("host-cpu"))
+    assert all(r.cost_class.startswith("cpu") for rs in cpu.values() for r in rs)
+
+
+def test_bad_guided_settings_name_the_value():
+    with pytest.raises(DseError, match="search.strategy"):
+        SearchSettings(strategy="bayes")
+    with pytest.raises(DseError, match="guided_noise"):
+        SearchSettings(guided_noise=0)
+    with pytest.raises(DseError, match="guided_budget"):
+        SearchSettings(guided_budget=0)
