@@ -318,16 +318,22 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
 
 
 def summary(rows: list[dict]) -> str:
-    head = ("| network | prec | tuples swept | measurements | wall s | reference | mean +- std FPS "
-            "| luckiest single | overstates |")
+    """The BENCHMARKS.md table of the references (``--markdown``)."""
+    head = ("| network | prec | tuples swept | measurements | wall s (load 1-min start/end) | reference (streams, buffers, "
+            "pre/post threads) | re-measured FPS, mean +- std (10 fresh repeats) | luckiest single sample (overstates) "
+            "| best single sample of the sweep |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
-        ref = r["reference"]
-        lines.append(f"| {r['network']} | {r['precision'].upper()} | {r['tuples_total']} | {r['measurements']} "
-                     f"| {r['wall_seconds']:.0f} | {ref['label']} s{ref['config']['streams']} "
-                     f"b{ref['config']['buffers']} pre{ref['config']['pre_threads']} "
-                     f"post{ref['config']['post_threads']} | {ref['mean']:.1f} +- {ref['std']:.1f} "
-                     f"| {r['best_single_fps']:.1f} ({r['best_single_at']}) | +{100 * r['best_single_overstates']:.2f} % |")
+        ref, c = r["reference"], r["reference"]["config"]
+        sweep_best = max(r["options"].values(), key=lambda st: st["best_single_fps"])
+        sweep_opt = next(o for o, st in r["options"].items() if st is sweep_best)
+        load = f"{r['load_avg_start'][0]}/{r['load_avg_end'][0]}" if r.get("load_avg_start") else "-"
+        lines.append(
+            f"| {r['network']} | {r['precision'].upper()} | {r['tuples_total']} | {r['measurements']} "
+            f"| {r['wall_seconds']:.0f} ({load}) | {ref['label']}, s{c['streams']}, b{c['buffers']}, "
+            f"{c['pre_threads']}/{c['post_threads']} | {ref['mean']:.1f} +- {ref['std']:.1f} "
+            f"| {r['best_single_fps']:.1f} at {r['best_single_at']} (+{100 * r['best_single_overstates']:.1f} %) "
+            f"| {sweep_best['best_single_fps']:.1f} at {describe(sweep_opt, sweep_best['best_cuts'])} |")
     return "\n".join(lines)
 
 
