@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from bench.machine import load_average, write_result
+from bench.reference import remeasure
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, build, describe
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -33,11 +34,6 @@ TARGET_QUALITY = 0.99
 TABLE_3_4_YOLOV4_INT8_HOURS = 10.1
 REPEAT_ANSWER = 1000     # repeat indices of the answers' re-measurements (fresh noise, never a search's own)
 REPEAT_CURVE = 2000
-
-
-def _remeasure(ev, config, n: int, first: int) -> list[float]:
-    return [float(ev.evaluate(config, phase="remeasure", strategy="bench", repeat=first + i).fps)
-            for i in range(n)]
 
 
 def _costs(asked, backend, settings) -> dict:
@@ -60,7 +56,8 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
         if m.ok and (best is None or m.fps > best.fps):
             best = m
             if best.config.hash not in cache:
-                cache[best.config.hash] = statistics.mean(_remeasure(ev, best.config, repeats, REPEAT_CURVE))
+                fps = remeasure(ev, best.config, repeats, REPEAT_CURVE, strategy="bench")
+                cache[best.config.hash] = statistics.mean(fps)
             out.append([i, round(cache[best.config.hash], 2)])
     if asked and out:
         out.append([len(asked), out[-1][1]])
@@ -77,7 +74,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
 
     load = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform, overrides)
+        cfg, _, backend, space, settings, base = build(network, precision, Path(tmp), platform, overrides)
         seed = int(cfg.seed)
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()
@@ -105,7 +102,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         rows = {}
         for method, (probe, answer, extra) in runs.items():
             asked = [m for _, m in probe.asked]
-            fps = _remeasure(ev, answer.config, repeats, REPEAT_ANSWER)
+            fps = remeasure(ev, answer.config, repeats, REPEAT_ANSWER, strategy="bench")
             rows[method] = {**_costs(asked, backend, backend.settings), **extra, "answer_fps": answer.fps,
                             "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}

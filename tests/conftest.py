@@ -44,3 +44,30 @@ _BEFORE = pytest.StashKey[set]()
 @pytest.fixture(autouse=True)
 def _work_in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_board():
+    """tiny-detector on the virtual Xavier with the baseline-only options, per test module: (backend, space, base,
+    settings, evaluator, the maximizer's bounds)."""
+    from dse.backends.base import MeasureSettings
+    from dse.backends.sim import SimBackend
+    from dse.configuration import Configuration
+    from dse.evaluate import Evaluator
+    from dse.graph.analysis import analyze
+    from dse.platform import load_platform
+    from dse.search import SearchSettings, SearchSpace, maximize
+    from dse.workflow.compare import with_baseline_options
+    from dse.zoo import build_network
+
+    net, size = "tiny-detector", 64
+    analysis = analyze(build_network(net, input_size=size))
+    platform = with_baseline_options(load_platform("xavier-agx-sim"))
+    backend = SimBackend(platform, analysis, MeasureSettings(input_size=size, seed=0, sample_size=300))
+    space = SearchSpace.for_backend(analysis, backend)
+    base = Configuration(benchmark=net, platform=platform.name, precision="int8", input_size=size,
+                         model_digest=analysis.digest)
+    settings = SearchSettings(seed=0, max_buffers=12, max_pre=6, max_post=4, max_streams=4)
+    ev = Evaluator(backend)
+    bounds = maximize(ev, base, settings).bounds
+    return backend, space, base, settings, ev, bounds

@@ -7,11 +7,8 @@ from dataclasses import replace
 import pytest
 
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
 from dse.evaluate import Evaluator
-from dse.graph.analysis import analyze
 from dse.platform import load_platform
-from dse.search import SearchSettings, SearchSpace, maximize
 from dse.search.baselines import DLA_ONLY, base_d_config, base_g_config
 from dse.search.exhaustive import exhaustive_search, plan_tuples
 from dse.search.ga_common import GASettings, repair_cuts
@@ -22,24 +19,14 @@ from dse.search.random_search import random_search
 from dse.search.recorder import RecordingProbe, anytime
 from dse.backends.base import MeasureSettings
 from dse.workflow.compare import with_baseline_options
-from dse.zoo import build_network
 
 NET, SIZE = "tiny-detector", 64
 OPTIONS = ["A", "B", "C", "E", "PND-A", "PND-B"]
 
 
 @pytest.fixture(scope="module")
-def board():
-    analysis = analyze(build_network(NET, input_size=SIZE))
-    platform = with_baseline_options(load_platform("xavier-agx-sim"))
-    backend = SimBackend(platform, analysis, MeasureSettings(input_size=SIZE, seed=0, sample_size=300))
-    space = SearchSpace.for_backend(analysis, backend)
-    base = Configuration(benchmark=NET, platform=platform.name, precision="int8", input_size=SIZE,
-                         model_digest=analysis.digest)
-    settings = SearchSettings(seed=0, max_buffers=12, max_pre=6, max_post=4, max_streams=4)
-    ev = Evaluator(backend)
-    bounds = maximize(ev, base, settings).bounds
-    return backend, space, base, settings, ev, bounds
+def board(tiny_board):
+    return tiny_board
 
 
 def test_base_g_and_base_d(board):

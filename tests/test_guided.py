@@ -50,11 +50,11 @@ def test_model_recovers_known_dla_layer_costs_from_stage_times():
                                                      StageRole("gpu", ("GPU",))]}
     gpu_rows = [StageRow("gpu", 0, facts.n - 1, float(facts.cum_w[-1]) + 0.1)]
     model = fit_board_model(facts, roles, gpu_rows + rows, [])
-    central = model.fits["dla"].coef[0]
+    central = model.fits["dla"][0]
     np.testing.assert_allclose(central[:g], true[:g], rtol=0.05)
     # and the stage times it predicts for unseen ranges
     first, last = np.array([0, 10, 20]), np.array([30, 40, 47])
-    pred = model.fits["dla"].coef[0] @ facts.dla_features(first, last).T
+    pred = model.fits["dla"][0] @ facts.dla_features(first, last).T
     np.testing.assert_allclose(pred, facts.dla_features(first, last) @ true, rtol=0.03)
 
 

@@ -20,8 +20,8 @@ layers a candidate puts on the DLA, narrow where many do.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -60,23 +60,6 @@ def roles_of_platform(platform) -> dict[str, list[StageRole]]:
             else:
                 roles.append(StageRole(spec.pe_type, tuple(p.name for p in pes)))
         out[name] = roles
-    return out
-
-
-def roles_of_kinds(kinds: Mapping[str, Sequence[str]], main_pe: str = "GPU") -> dict[str, list[StageRole]]:
-    """Roles from stage kinds alone (a hand-made SearchSpace): one GPU, DLA0/DLA1 for a PND stage."""
-    out = {}
-    for option, types in kinds.items():
-        roles, dla = [], 0
-        for t in types:
-            if t == "PND":
-                roles.append(StageRole(DLA, ("DLA0", "DLA1"), fallback=main_pe, split=True))
-            elif t == "DLA":
-                roles.append(StageRole(DLA, (f"DLA{dla}",), fallback=main_pe))
-                dla += 1
-            else:
-                roles.append(StageRole(t.lower(), (t,)))
-        out[option] = roles
     return out
 
 
@@ -197,20 +180,11 @@ class Priors:
     noise: float = 0.01          # relative noise of one FPS measurement (search.guided_noise)
 
 
-@dataclass
-class StageFit:
-    """Coefficients of one cost class (one row per ensemble member)."""
-
-    cost_class: str
-    coef: np.ndarray             # members x features
-
-
 def _stage_bounds(cuts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """First and last layer of every stage for a batch of cut tuples (rows)."""
     m = len(cuts)
-    first = np.hstack([np.zeros((m, 1), dtype=int), cuts + 1]) if cuts.size else np.zeros((m, 1), dtype=int)
-    last = np.hstack([cuts, np.full((m, 1), n - 1, dtype=int)]) if cuts.size else np.full((m, 1), n - 1, dtype=int)
-    return first, last
+    return (np.hstack([np.zeros((m, 1), dtype=int), cuts + 1]),
+            np.hstack([cuts, np.full((m, 1), n - 1, dtype=int)]))
 
 
 @dataclass
@@ -219,7 +193,7 @@ class BoardModel:
 
     facts: NetworkFacts
     roles: dict[str, list[StageRole]]
-    fits: dict[str, StageFit]
+    fits: dict[str, np.ndarray]                  # cost class -> coefficients, members x features
     capacity: float = 1.0                        # frames of main-PE work that overlap (concurrent kernels)
     option_capacity: dict[str, float] = field(default_factory=dict)   # the same, where an option's data tell
     log_kappa: dict[str, float] = field(default_factory=dict)
@@ -239,22 +213,26 @@ class BoardModel:
         first, last = _stage_bounds(cuts, self.facts.n)
         out = []
         for k, role in enumerate(self.roles[option]):
-            fit = self.fits.get(role.cost_class)
+            coef = self.fits[role.cost_class]
             if role.is_dla:
                 x = self.facts.dla_features(first[:, k], last[:, k])
-                total = fit.coef @ x.T
                 g = self.facts.groups
                 gpu_cols = [g + 1, g + 2, g + 3, g + 4]   # reformats, fallback, fixed costs
-                on_fallback = fit.coef[:, gpu_cols] @ x[:, gpu_cols].T
-                out.append((total, on_fallback))
+                out.append((coef @ x.T, coef[:, gpu_cols] @ x[:, gpu_cols].T))
             else:
-                x = self.facts.gpu_features(first[:, k], last[:, k])
-                total = fit.coef @ x.T
+                total = coef @ self.facts.gpu_features(first[:, k], last[:, k]).T
                 out.append((total, np.zeros_like(total)))
         return out
 
     def raw_fps(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int) -> np.ndarray:
         """Members x tuples FPS before the option's correction."""
+        main, other = self.bounds(option, cuts, streams, buffers)
+        return 1000.0 * np.minimum(other, self.option_capacity.get(option, self.capacity) / np.maximum(main, 1e-6))
+
+    def bounds(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(main PE's ms per frame, the tightest other bound in frames per ms), members x tuples: the raw FPS is
+        1000 x min(other, capacity / main) for whatever overlap capacity the main PE has."""
         times = self.stage_times(option, cuts)
         demand: dict[str, np.ndarray] = {}
         latency = 0.0
@@ -270,12 +248,10 @@ class BoardModel:
             stage_bound = s / total
             bound = stage_bound if bound is None else np.minimum(bound, stage_bound)
             latency = latency + total
-        main_cap = self.option_capacity.get(option, self.capacity)
-        for r, d in demand.items():
-            cap = main_cap if r == self.main_resource else 1.0
-            bound = np.minimum(bound, cap / np.maximum(d, 1e-6))
-        bound = np.minimum(bound, buffers / np.maximum(latency, 1e-6))
-        return 1000.0 * bound
+        main = demand.pop(self.main_resource, np.zeros_like(bound))
+        for d in demand.values():
+            bound = np.minimum(bound, 1.0 / np.maximum(d, 1e-6))
+        return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
     def predict(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -315,7 +291,7 @@ def fit_board_model(facts: NetworkFacts, roles: Mapping[str, list[StageRole]], s
     priors = priors or Priors()
     rng = np.random.default_rng(seed)
     classes = {r.cost_class for rs in roles.values() for r in rs}
-    fits: dict[str, StageFit] = {}
+    fits: dict[str, np.ndarray] = {}
     by_class = {c: [s for s in stages if s.cost_class == c] for c in classes}
     ref_ms = _reference_ms(stages, facts)
     # GPU-like classes first: the DLA fit needs the main class's slope for its fallback prior
@@ -329,19 +305,16 @@ def fit_board_model(facts: NetworkFacts, roles: Mapping[str, list[StageRole]], s
         else:
             slope0 = _slope_prior(c, slopes, facts)
             fits[c] = _fit_linear(facts, rows, priors, slope0, ref_ms, rng)
-            slopes[c] = float(np.median(fits[c].coef[:, 0]))
+            slopes[c] = float(np.median(fits[c][:, 0]))
     model = BoardModel(facts, dict(roles), fits, main_resource=main_resource, noise=priors.noise,
                        length=max(3.0, facts.n / 32))
-    _fit_throughput(model, observations)  # the residual spreads above the measurement noise
-    res: dict[str, tuple[list, list]] = {}
-    for o in observations:
-        if o.fps > 0 and o.option in model.roles:
-            raw = model.raw_fps(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers)[0, 0]
-            miss = math.log(o.fps / max(raw, 1e-9)) - model.log_kappa.get(o.option, model.default_log_kappa)
-            res.setdefault(o.option, ([], []))
-            res[o.option][0].append(list(o.cuts))
-            res[o.option][1].append(miss)
-    model.residuals = {k: (np.array(c, dtype=int).reshape(len(c), -1), np.array(r)) for k, (c, r) in res.items()}
+    obs = [o for o in observations if o.fps > 0 and o.option in model.roles]
+    res = _fit_throughput(model, obs)
+    cuts: dict[str, list] = {}
+    for o in obs:
+        cuts.setdefault(o.option, []).append(list(o.cuts))
+    model.residuals = {k: (np.array(cuts[k], dtype=int).reshape(len(r), -1), r - model.log_kappa[k])
+                       for k, r in res.items()}
     return model
 
 
@@ -383,25 +356,23 @@ def _resample(n: int, member: int, rng) -> np.ndarray:
     return np.arange(n) if member == 0 or n == 0 else rng.integers(0, n, n)
 
 
-def _fit_linear(facts, rows, priors: Priors, slope0: float, ref_ms: float, rng) -> StageFit:
+def _fit_linear(facts, rows, priors: Priors, slope0: float, ref_ms: float, rng) -> np.ndarray:
     a = np.array([r.a for r in rows], dtype=int)
     b = np.array([r.b for r in rows], dtype=int)
     y = np.array([r.ms for r in rows], dtype=float)
     x = facts.gpu_features(a, b) if len(rows) else np.zeros((0, 3))
     scale = np.array([max(float(facts.cum_w[-1]), 1e-9), ref_ms, ref_ms]) / ref_ms
     # prior: the slope near slope0, the fixed costs near 0 (weak), in relative-error units
-    strength = math.sqrt(priors.strength)
+    p_rows = np.diag(math.sqrt(priors.strength) * scale * np.array([1.0, 0.1, 0.1]))
     coefs = []
     for m in range(priors.members):
         idx = _resample(len(y), m, rng)
         jit = math.exp(rng.normal(0, priors.jitter)) if m else 1.0
-        p_rows = np.diag(strength * scale * np.array([1.0, 0.1, 0.1]))
-        p_y = p_rows @ np.array([slope0 * jit, 0.0, 0.0])
-        coefs.append(_solve(x[idx], y[idx], p_rows, p_y))
-    return StageFit("linear", np.array(coefs))
+        coefs.append(_solve(x[idx], y[idx], p_rows, p_rows @ np.array([slope0 * jit, 0.0, 0.0])))
+    return np.array(coefs)
 
 
-def _fit_dla(facts: NetworkFacts, rows, priors: Priors, gpu_slope: float, ref_ms: float, rng) -> StageFit:
+def _fit_dla(facts: NetworkFacts, rows, priors: Priors, gpu_slope: float, ref_ms: float, rng) -> np.ndarray:
     g = facts.groups
     a = np.array([r.a for r in rows], dtype=int)
     b = np.array([r.b for r in rows], dtype=int)
@@ -415,42 +386,52 @@ def _fit_dla(facts: NetworkFacts, rows, priors: Priors, gpu_slope: float, ref_ms
         common = _solve(xs, y, p, p @ np.array([ratio, 0, 0, gpu_slope, 0, 0]))
         ratio = float(common[0]) or ratio
     group_mass = np.maximum(facts.cum_group[-1], 1e-12)
-    scale = np.concatenate([group_mass / max(float(group_mass.sum()), 1e-12) * float(group_mass.sum()) / ref_ms,
-                            [0.05, 0.05, float(facts.cum_fall[-1]) / ref_ms + 0.05, 0.05, 0.05]])
+    scale = np.concatenate([group_mass / ref_ms, [0.05, 0.05, float(facts.cum_fall[-1]) / ref_ms + 0.05, 0.05, 0.05]])
+    p_rows = np.diag(math.sqrt(priors.strength) * scale)
     coefs = []
     for m in range(priors.members):
         idx = _resample(len(y), m, rng)
         jit = np.exp(rng.normal(0, priors.jitter, g)) if m else np.ones(g)
-        p_rows = np.diag(math.sqrt(priors.strength) * scale)
         target = np.concatenate([ratio * jit, [0.0, 0.0, gpu_slope, 0.0, 0.0]])
         coefs.append(_solve(x[idx], y[idx], p_rows, p_rows @ target))
-    return StageFit(DLA, np.array(coefs))
+    return np.array(coefs)
 
 
 CAPACITIES = np.round(np.arange(1.0, 2.5001, 0.025), 3)
 
 
-def _fit_throughput(model: BoardModel, observations: Sequence[Observation]) -> None:
+def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, np.ndarray]:
     """The main PE's overlap capacity (the grid value under which each option's measurements differ least from
     the prediction up to one factor), then per option with three or more measurements its own capacity pulled
     towards the common one, and each option's log correction, shrunk towards the common one (two
-    pseudo-observations), with its residual spread."""
-    obs = [o for o in observations if o.fps > 0 and o.option in model.roles]
+    pseudo-observations), with its residual spread. Returns the residuals (log measured - log raw) per option.
+    Each observation's stage times are predicted once: a capacity only changes the final min."""
     if not obs:
-        return
+        return {}
+    parts = []
+    for o in obs:
+        main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers)
+        parts.append((o.option, max(float(main[0, 0]), 1e-6), float(other[0, 0]), math.log(o.fps)))
+
+    def residuals(capacity_of) -> dict[str, np.ndarray]:
+        out: dict[str, list[float]] = {}
+        for option, main, other, log_fps in parts:
+            raw = 1000.0 * min(other, capacity_of(option) / main)
+            out.setdefault(option, []).append(log_fps - math.log(max(raw, 1e-9)))
+        return {k: np.array(v) for k, v in out.items()}
+
     sse = {}
     for cap in CAPACITIES:
-        model.capacity = float(cap)
-        sse[float(cap)] = {o: float(np.sum((r - r.mean()) ** 2)) for o, r in _residuals(model, obs).items()}
+        sse[float(cap)] = {o: float(np.sum((r - r.mean()) ** 2)) for o, r in residuals(lambda _, c=float(cap): c).items()}
     model.capacity = min(sse, key=lambda c: (sum(sse[c].values()), c))
-    counts = {}
+    counts: dict[str, int] = {}
     for o in obs:
         counts[o.option] = counts.get(o.option, 0) + 1
     pull = 2 * model.noise ** 2 / 0.1 ** 2      # a 0.1 step from the common capacity costs two noise variances
     for option, n in counts.items():
         if n >= 3:
             model.option_capacity[option] = min(sse, key=lambda c: (sse[c][option] + pull * (c - model.capacity) ** 2, c))
-    res = _residuals(model, obs)
+    res = residuals(lambda option: model.option_capacity.get(option, model.capacity))
     means = np.array([float(r.mean()) for r in res.values()])
     common = float(np.median(means))
     model.default_log_kappa = common
@@ -461,13 +442,4 @@ def _fit_throughput(model: BoardModel, observations: Sequence[Observation]) -> N
         model.log_kappa[option] = (float(r.sum()) + n0 * common) / (n + n0)
         spread = (float(np.sum((r - r.mean()) ** 2)) + n0 * model.default_kappa_sd ** 2) / (n + n0)
         model.kappa_sd[option] = math.sqrt(max(spread - model.noise ** 2, (model.noise / 2) ** 2))
-
-
-def _residuals(model: BoardModel, obs: Sequence[Observation]) -> dict[str, np.ndarray]:
-    """log(measured / raw prediction of the central member) per option."""
-    out: dict[str, list[float]] = {}
-    for o in obs:
-        cuts = np.array([o.cuts], dtype=int).reshape(1, -1)
-        raw = model.raw_fps(o.option, cuts, o.streams, o.buffers)[0, 0]
-        out.setdefault(o.option, []).append(math.log(o.fps / max(raw, 1e-9)))
-    return {k: np.array(v) for k, v in out.items()}
+    return res

@@ -13,16 +13,22 @@ tuned configuration is the answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
-from dse.search.board_model import (BoardModel, NetworkFacts, Observation, Priors, StageRow, fit_board_model,
-                                    roles_of_kinds)
+from dse.search.board_model import (
+    BoardModel,
+    NetworkFacts,
+    Observation,
+    Priors,
+    StageRow,
+    fit_board_model,
+)
 from dse.search.params import check_bounds, search_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
@@ -130,13 +136,19 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
 
 @dataclass
 class _Pool:
-    """One option's candidates and the parameters each is measured at."""
+    """One option's candidates and the configuration each is measured at (the cut search's parameters do not
+    depend on the cuts: only ``cuts`` changes)."""
 
-    option: str
+    template: Configuration
     cuts: np.ndarray
-    streams: tuple[int, ...]
-    buffers: int
     measured: dict[tuple[int, ...], float] = field(default_factory=dict)
+
+    def config(self, cuts: tuple[int, ...]) -> Configuration:
+        return self.template.with_(cuts=tuple(cuts))
+
+    def predict(self, model: BoardModel) -> tuple[np.ndarray, np.ndarray]:
+        t = self.template
+        return model.predict(t.option, self.cuts, t.streams, t.buffers)
 
 
 def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
@@ -146,16 +158,17 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     maximizer's) the model learns from too."""
     probe = as_probe(evaluator, STRATEGY)
     bounds = check_bounds(bounds)
-    roles = space.stage_roles or roles_of_kinds(space.stage_pe_types, space.main_pe)
+    roles = space.stage_roles
+    if not roles:
+        raise DseError("the guided search needs the stages' PE roles (a SearchSpace built for a platform)")
     options = [o for o in (options or space.options) if o in roles]
     pools: dict[str, _Pool] = {}
     for o in options:
         streams = stream_tuple(space.stages(o), bounds["streams"], dla_streams=settings.dla_streams,
                                main_pe=space.main_pe)
-        cfg = search_config(base, o, (), streams, bounds, settings.pipeline_buffers)
         cuts = candidate_tuples(space, space.n_cuts(o))
         if len(cuts):
-            pools[o] = _Pool(o, cuts, streams, cfg.buffers)
+            pools[o] = _Pool(search_config(base, o, (), streams, bounds, settings.pipeline_buffers), cuts)
     if not pools:
         raise DseError("no mapping option has a feasible cut tuple to explore")
     priors = Priors(dla_ratio=settings.dla_ratio, noise=settings.guided_noise)
@@ -166,14 +179,11 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     tuples: list[tuple[str, tuple[int, ...]]] = []
     rounds: list[dict] = []
 
-    def measure(option: str, cuts: tuple[int, ...]) -> Measurement:
-        pool = pools[option]
-        cfg = search_config(base, option, cuts, pool.streams, bounds, settings.pipeline_buffers)
-        m = probe.measure(cfg, PHASE)
+    def measure(option: str, cuts: tuple[int, ...]) -> None:
+        m = probe.measure(pools[option].config(cuts), PHASE)
         tuples.append((option, cuts))
-        pool.measured[cuts] = score(m)
+        pools[option].measured[cuts] = score(m)
         seen.append(m)
-        return m
 
     def fit() -> BoardModel:
         stages, obs = _observations(space, roles, seen)
@@ -184,7 +194,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     checked = -math.inf      # the incumbent when the last check round ran
     while len(tuples) < budget:
         model = fit()
-        preds = {o: model.predict(o, p.cuts, p.streams, p.buffers) for o, p in pools.items()}
+        preds = {o: p.predict(model) for o, p in pools.items()}
         incumbent, best_mean = _incumbent(pools, preds)
         picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4)
         kind = "gain"
@@ -206,8 +216,8 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
                 continue
             measure(option, cuts)
         if progress:
-            progress(f"round {len(rounds)}: {len(tuples)} tuples measured, best {max(_fps(pools)):.1f} FPS")
-    finalists = _finalists(probe, pools, base, bounds, settings, noise)
+            progress(f"round {len(rounds)}: {len(tuples)} tuples measured, best {_best_measured(pools):.1f} FPS")
+    finalists = _finalists(probe, pools, noise)
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
     return GuidedResult(finalists[0].config, finalists[0],
@@ -215,14 +225,14 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
                         {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists])
 
 
-def _fps(pools: Mapping[str, _Pool]) -> list[float]:
-    return [v for p in pools.values() for v in p.measured.values()] or [0.0]
+def _best_measured(pools: Mapping[str, _Pool]) -> float:
+    return max((v for p in pools.values() for v in p.measured.values()), default=0.0)
 
 
 def _incumbent(pools, preds) -> tuple[float, float]:
     """(log FPS of the best measured candidate, the model's best predicted FPS)."""
-    best = max((math.log(v) for p in pools.values() for v in p.measured.values() if v > 0), default=-math.inf)
-    return best, max(float(preds[o][0].max()) for o in pools)
+    best = _best_measured(pools)
+    return (math.log(best) if best > 0 else -math.inf), max(float(preds[o][0].max()) for o in pools)
 
 
 def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float) -> np.ndarray:
@@ -259,18 +269,8 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float)
     scored.sort(reverse=True)
     if top_measured and (not scored or scored[0][0] < threshold):
         return [], model_best
-    picks: list[tuple[str, tuple[int, ...]]] = [] if top_measured else [(top[1], top[2])]
-    per_option: dict[str, int] = {top[1]: len(picks)}
-    for gain, o, cuts in scored:
-        if len(picks) >= k or (gain < threshold and picks):
-            break
-        if per_option.get(o, 0) >= max(1, k // 2) or (o, cuts) in picks:
-            continue
-        if any(po == o and _near(pc, cuts) for po, pc in picks):
-            continue
-        picks.append((o, cuts))
-        per_option[o] = per_option.get(o, 0) + 1
-    return picks, model_best
+    picks = [] if top_measured else [(top[1], top[2])]
+    return _spread(scored, k, max(1, k // 2), picks, floor=threshold), model_best
 
 
 def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -283,12 +283,20 @@ def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
             if cuts not in p.measured:
                 ranked.append((float(mean[i]), o, cuts))
     ranked.sort(reverse=True)
-    picks: list[tuple[str, tuple[int, ...]]] = []
-    for _, o, cuts in ranked:
-        if len(picks) >= k:
+    return _spread(ranked, k, k, [])
+
+
+def _spread(ranked, k: int, per_option: int, picks: list, floor: float = -math.inf) -> list[tuple[str, tuple[int, ...]]]:
+    """Up to ``k`` picks from ``ranked`` ((value, option, cuts), best first) after ``picks``: at most
+    ``per_option`` from one option, none next to another pick of its option, none under ``floor`` once one
+    is picked."""
+    picks = list(picks)
+    for value, o, cuts in ranked:
+        if len(picks) >= k or (value < floor and picks):
             break
-        if not any(po == o and _near(pc, cuts) for po, pc in picks):
-            picks.append((o, cuts))
+        if sum(po == o for po, _ in picks) >= per_option or any(po == o and _near(pc, cuts) for po, pc in picks):
+            continue
+        picks.append((o, cuts))
     return picks
 
 
@@ -301,7 +309,7 @@ def _near(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 FINALISTS = 3
 
 
-def _finalists(probe: Probe, pools, base, bounds, settings, noise: float) -> list[Measurement]:
+def _finalists(probe: Probe, pools, noise: float) -> list[Measurement]:
     """The best measured candidate and up to two more of other cut tuples within twice the noise of it: a
     measurement, not a prediction, is what the search hands on, and which of near-equal tuples tunes best
     only the fine-tuner finds out (its gains differ by tuple)."""
@@ -313,6 +321,5 @@ def _finalists(probe: Probe, pools, base, bounds, settings, noise: float) -> lis
     out = []
     for fps, o, cuts in ranked[:FINALISTS]:
         if fps >= top * (1 - 2 * noise):
-            out.append(probe.measure(search_config(base, o, cuts, pools[o].streams, bounds,
-                                                   settings.pipeline_buffers), PHASE))
+            out.append(probe.measure(pools[o].config(cuts), PHASE))
     return out

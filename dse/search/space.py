@@ -5,8 +5,10 @@ split): the evaluator owns caching, building engines and persistence.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from dse.configuration import Configuration
 from dse.errors import DseError, choices_error
@@ -77,12 +79,12 @@ class SearchSpace:
                        f"{', '.join(f'{o}={t}' for o, t in self.stage_pe_types.items())}")
 
     @classmethod
-    def for_backend(cls, analysis, backend) -> "SearchSpace":
+    def for_backend(cls, analysis, backend) -> SearchSpace:
         """The network's cut structure and the backend's platform options (see ``for_platform``)."""
         return cls.for_platform(analysis, backend.platform, backend.settings, lambda: backend)
 
     @classmethod
-    def for_platform(cls, analysis, platform, settings, backend: Callable[[], object]) -> "SearchSpace":
+    def for_platform(cls, analysis, platform, settings, backend: Callable[[], object]) -> SearchSpace:
         """The network's cut structure and the platform's options that can run at the run's precision and batch
         (``settings``: ``MeasureSettings``), with the per-layer GPU profile where the platform's backend declares
         one: ``backend()`` makes it on first use, so a phase that never asks for the profile never builds a
@@ -100,12 +102,10 @@ class SearchSpace:
         skipped = unrunnable_options(platform, settings.precision, settings.batch)
         kinds = {o: k for o, k in platform.stage_kinds().items() if o not in skipped}
         roles = {o: r for o, r in roles_of_platform(platform).items() if o in kinds}
-        facts = {}
 
+        @functools.cache
         def facts_of():
-            if "facts" not in facts:
-                facts["facts"] = network_facts(analysis, platform, profile() if profile else None)
-            return facts["facts"]
+            return network_facts(analysis, platform, profile() if profile else None)
 
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                    check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
