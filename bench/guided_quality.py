@@ -36,17 +36,17 @@ REPEAT_ANSWER = 1000     # repeat indices of the answers' re-measurements (fresh
 REPEAT_CURVE = 2000
 
 
-def _costs(asked, backend, settings) -> dict:
-    """Unique tuples, distinct engines per PE type and estimated board hours of what a method asked for."""
-    from dse.report.tables import board_seconds, distinct_engines
+def _costs(asked, backend, settings, reruns=()) -> dict:
+    """Unique tuples, distinct engines per PE type and estimated board hours of what a method asked for
+    (``reruns``: its fresh re-runs of configurations it had measured, a board run each and no build)."""
+    from dse.report.compare import method_cost
 
     platform = backend.platform
-    engines = distinct_engines(((m.config.option, m.engine_keys) for m in asked), platform)
     frames = settings.sample_size + (settings.warmup or 0)
-    seconds = board_seconds([m.fps if m.ok else 0.0 for m in asked], engines, frames, platform.board_costs)
+    cost = method_cost([(None, m) for m in asked], platform, frames, platform.board_costs, reruns)
     tuples = {(m.config.option, m.config.cuts) for m in asked}
-    return {"measured": len(asked), "unique_tuples": len(tuples),
-            "engines": {t: len(k) for t, k in engines.items()}, "board_hours": round(seconds / 3600, 3)}
+    return {"measured": len(asked), "reruns": len(reruns), "unique_tuples": len(tuples), "engines": cost["engines"],
+            "board_hours": round(cost["board_hours"], 3)}
 
 
 def _curve(ev, asked, repeats: int) -> list[list[float]]:
@@ -103,7 +103,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         for method, (probe, answer, extra) in runs.items():
             asked = [m for _, m in probe.asked]
             fps = remeasure(ev, answer.config, repeats, REPEAT_ANSWER, strategy="bench")
-            rows[method] = {**_costs(asked, backend, backend.settings), **extra, "answer_fps": answer.fps,
+            rows[method] = {**_costs(asked, backend, backend.settings, probe.reruns), **extra, "answer_fps": answer.fps,
                             "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
         ref = load_reference(network, precision, platform)

@@ -141,3 +141,76 @@ def test_bad_guided_settings_name_the_value():
         SearchSettings(guided_noise=0)
     with pytest.raises(DseError, match="guided_budget"):
         SearchSettings(guided_budget=0)
+
+
+def test_model_learns_the_host_thread_bound_and_asks_for_enough_threads():
+    """Measurements held back by one pre/post thread sit on a common ceiling: the model puts every
+    configuration with that many threads under it, and asks for enough threads to clear a higher FPS."""
+    facts = _synthetic_facts()
+    roles = {"E": [StageRole("gpu", ("GPU",))]}
+    ms = float(facts.cum_w[-1])
+    gpu = [StageRow("gpu", 0, facts.n - 1, ms)]
+    ceiling = 0.5 * 1000 / ms                 # one thread passes half the GPU's rate
+    obs = [Observation("E", (), (s,), 8, ceiling * (1 - 0.001 * s), threads=1) for s in (1, 2, 3)]
+    model = fit_board_model(facts, roles, gpu, obs)
+    assert model.host_ms == pytest.approx(1000 / obs[0].fps)
+    capped, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=1)
+    free, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=4)
+    assert capped[0] <= obs[0].fps * 1.02 < free[0]
+    assert model.threads_for(obs[0].fps * 2.5) == 3 and model.threads_for(obs[0].fps * 0.9) == 1
+    assert fit_board_model(facts, roles, gpu, [Observation("E", (), (1,), 8, 50.0)]).threads_for(1e6) == 1
+
+
+def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
+    backend, space, base, settings, ev, bounds = tiny_board
+    probe = Probe(ev, "guided")
+    config = search_config(base, "E", (), (2,), bounds)
+    first = probe.remeasure(config, "guided", range(1, 4))
+    assert len(first) == 3 and len(set(first)) > 1            # independent noise per repeat
+    assert probe.remeasure(config, "guided", range(1, 4)) == first and len(probe.reruns) == 3
+    assert probe.measured == 0                               # re-runs are not new configurations
+    with pytest.raises(ValueError, match="repeat 1"):
+        probe.remeasure(config, "guided", range(0, 2))
+
+
+def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
+    """The fine-tuning of several finalists ends on the start or tuned configuration with the best mean of
+    fresh re-runs; a second finalist of the same option gets the first one's tuned parameters (one
+    measurement), and the answer is one of the candidates it re-ran."""
+    from dse.search.pipeline import finetune_phase
+
+    backend, space, base = board
+    settings = SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A"), guided_repeats=2)
+    probe = Probe(Evaluator(backend), "guided")
+    bounds = maximize_phase(space, probe, base, settings).bounds
+    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options,
+                          known=list(probe.memo.values()))
+    assert found.contenders and all(len(c["reruns"]) == 2 for c in found.contenders)
+    means = [c["mean"] for c in found.contenders]
+    assert means == sorted(means, reverse=True)
+    starts = found.finalists + [found.finalists[0].with_(cuts=found.finalists[0].cuts)]
+    tuned = finetune_phase(space, probe, starts, settings)
+    confirmed = tuned.confirmed
+    assert confirmed and confirmed[0]["config_hash"] == tuned.config.hash
+    assert [c["mean"] for c in confirmed] == sorted((c["mean"] for c in confirmed), reverse=True)
+    proposed = finetune_phase(space, probe, found.finalists[0], settings.with_(strategy="proposed"))
+    assert not proposed.confirmed
+
+
+def test_local_round_steps_along_each_cut_from_the_best_measured(board):
+    from dse.search.guided import _local_round, _Pool
+
+    _, space, base = board
+    cuts = candidate_tuples(space, 1)
+    pool = _Pool(base.with_(option="A"), cuts)
+    mid = tuple(int(c) for c in cuts[len(cuts) // 2])
+    pool.measured = {mid: 100.0, tuple(int(c) for c in cuts[0]): 50.0}
+
+    class Flat:
+        lengths, length = {}, 4.0
+
+    polished = set()
+    picks = _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished)
+    assert picks and all(o == "A" and abs(c[0] - mid[0]) <= 3 and pool.has(c) for o, c in picks)
+    assert {c[0] < mid[0] for _, c in picks} == {True, False}      # both directions
+    assert _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished) == []   # once per centre

@@ -23,10 +23,11 @@ from dse.report.tables import board_seconds, distinct_engines, markdown_table  #
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
 
-def method_cost(asked, platform, frames: int, costs) -> dict:
-    """Engines and board hours of the distinct configurations one method asked for."""
+def method_cost(asked, platform, frames: int, costs, reruns=()) -> dict:
+    """Engines and board hours of the distinct configurations one method asked for and of its re-runs."""
     engines = distinct_engines(((m.config.option, m.engine_keys) for _, m in asked), platform)
-    hours = board_seconds([m.fps if m.ok else None for _, m in asked], engines, frames, costs) / 3600.0
+    runs = [m.fps if m.ok else None for m in [*(m for _, m in asked), *reruns]]
+    hours = board_seconds(runs, engines, frames, costs) / 3600.0
     return {"engines": {t: len(keys) for t, keys in engines.items()}, "board_hours": hours}
 
 
@@ -40,7 +41,8 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
     rows = []
     for method, r in results.items():
         m = r["measurement"]
-        cost = method_cost(r["asked"], cmp.backend.platform, frames, cmp.ctx.platform.board_costs)
+        cost = method_cost(r["asked"], cmp.backend.platform, frames, cmp.ctx.platform.board_costs,
+                           r.get("reruns", ()))
         c = m.config if m is not None else None
         fps = float(m.fps) if m is not None and m.ok else 0.0
         curve = anytime(r["asked"])

@@ -167,6 +167,7 @@ class Observation:
     streams: tuple[int, ...]
     buffers: int
     fps: float
+    threads: int = 0      # the fewer of its pre and post threads (0: unknown, no host bound)
 
 
 @dataclass
@@ -204,7 +205,11 @@ class BoardModel:
     # per option: measured cut tuples and what the model missed there (log measured - log predicted)
     residuals: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     length: float = 8.0                          # layers over which a measured residual carries to neighbours
+    lengths: dict[str, float] = field(default_factory=dict)   # the same, where an option's residuals tell
     noise: float = 0.01                          # relative noise of one measurement
+    # ms of host work (pre- or post-processing) per frame on one thread: at most ``threads`` frames per that
+    # time get in or out (0: no measurement bounds it)
+    host_ms: float = 0.0
 
     # ---- prediction -----------------------------------------------------------------------------------------
     def stage_times(self, option: str, cuts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -224,15 +229,17 @@ class BoardModel:
                 out.append((total, np.zeros_like(total)))
         return out
 
-    def raw_fps(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int) -> np.ndarray:
+    def raw_fps(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int,
+                threads: int = 0) -> np.ndarray:
         """Members x tuples FPS before the option's correction."""
-        main, other = self.bounds(option, cuts, streams, buffers)
+        main, other = self.bounds(option, cuts, streams, buffers, threads)
         return 1000.0 * np.minimum(other, self.option_capacity.get(option, self.capacity) / np.maximum(main, 1e-6))
 
-    def bounds(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int
+    def bounds(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int, threads: int = 0
                ) -> tuple[np.ndarray, np.ndarray]:
         """(main PE's ms per frame, the tightest other bound in frames per ms), members x tuples: the raw FPS is
-        1000 x min(other, capacity / main) for whatever overlap capacity the main PE has."""
+        1000 x min(other, capacity / main) for whatever overlap capacity the main PE has. ``threads``: the fewer
+        of the pre and post threads (0: no host bound)."""
         times = self.stage_times(option, cuts)
         demand: dict[str, np.ndarray] = {}
         latency = 0.0
@@ -251,24 +258,31 @@ class BoardModel:
         main = demand.pop(self.main_resource, np.zeros_like(bound))
         for d in demand.values():
             bound = np.minimum(bound, 1.0 / np.maximum(d, 1e-6))
+        if threads and self.host_ms:
+            bound = np.minimum(bound, threads / self.host_ms)
         return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
-    def predict(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int
+    def threads_for(self, fps: float) -> int:
+        """The fewest pre and post threads whose host bound lets ``fps`` through (1 when none is known)."""
+        return max(1, math.ceil(fps * self.host_ms / 1000.0 - 1e-9)) if self.host_ms else 1
+
+    def predict(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int, threads: int = 0
                 ) -> tuple[np.ndarray, np.ndarray]:
         """(mean FPS, log-scale sd) per tuple. The parametric model's miss at measured tuples carries to their
         neighbours (a Gaussian process on the log residual, ``length`` layers wide), so near a measurement the
         prediction follows it and the uncertainty shrinks to the noise; far from all, the ensemble's spread and
         the option's residual spread remain."""
         cuts = np.asarray(cuts, dtype=int).reshape(len(cuts), -1)
-        raw = np.log(np.maximum(self.raw_fps(option, cuts, streams, buffers), 1e-9))
+        raw = np.log(np.maximum(self.raw_fps(option, cuts, streams, buffers, threads), 1e-9))
         mean = raw.mean(axis=0) + self.log_kappa.get(option, self.default_log_kappa)
         s2 = self.kappa_sd.get(option, self.default_kappa_sd) ** 2
         ens = raw.var(axis=0)
         shrink = np.ones(len(cuts))
         if option in self.residuals:
             at, r = self.residuals[option]
-            k_xx = self._kernel(at, at) * s2 + np.eye(len(at)) * self.noise ** 2
-            k_sx = self._kernel(cuts, at) * s2
+            length = self.lengths.get(option, self.length)
+            k_xx = self._kernel(at, at, length) * s2 + np.eye(len(at)) * self.noise ** 2
+            k_sx = self._kernel(cuts, at, length) * s2
             solve = np.linalg.solve(k_xx, np.column_stack([r, k_sx.T]))
             mean = mean + k_sx @ solve[:, 0]
             gp_var = np.maximum(s2 - np.einsum("ij,ji->i", k_sx, solve[:, 1:]), self.noise ** 2 / 4)
@@ -276,11 +290,30 @@ class BoardModel:
         sd = np.sqrt(ens * shrink + s2 * shrink)
         return np.exp(mean), sd
 
-    def _kernel(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _kernel(x: np.ndarray, y: np.ndarray, length: float) -> np.ndarray:
         if x.shape[1] == 0:
             return np.ones((len(x), len(y)))
         d2 = ((x[:, None, :].astype(float) - y[None, :, :]) ** 2).sum(axis=2)
-        return np.exp(-d2 / (2 * self.length ** 2))
+        return np.exp(-d2 / (2 * length ** 2))
+
+    def fit_lengths(self) -> None:
+        """Per option with four or more measured tuples, the residual's length scale that explains them best
+        (Gaussian-process marginal likelihood over a grid from the default to a quarter of the network): a
+        miss that drifts slowly over the cut positions then carries as far as it does."""
+        grid = self.length * np.array([1.0, 1.5, 2.25, 3.4, 5.0, 7.6])
+        grid = grid[grid <= max(self.length, self.facts.n / 4)]
+        for option, (at, r) in self.residuals.items():
+            if len(at) < 4 or at.shape[1] == 0:
+                continue
+            s2 = self.kappa_sd.get(option, self.default_kappa_sd) ** 2
+
+            def log_ml(length: float) -> float:
+                k = self._kernel(at, at, length) * s2 + np.eye(len(at)) * self.noise ** 2
+                sign, logdet = np.linalg.slogdet(k)
+                return -0.5 * (float(r @ np.linalg.solve(k, r)) + logdet) if sign > 0 else -math.inf
+
+            self.lengths[option] = float(max(grid, key=log_ml))
 
 
 def fit_board_model(facts: NetworkFacts, roles: Mapping[str, list[StageRole]], stages: Sequence[StageRow],
@@ -315,6 +348,7 @@ def fit_board_model(facts: NetworkFacts, roles: Mapping[str, list[StageRole]], s
         cuts.setdefault(o.option, []).append(list(o.cuts))
     model.residuals = {k: (np.array(cuts[k], dtype=int).reshape(len(r), -1), r - model.log_kappa[k])
                        for k, r in res.items()}
+    model.fit_lengths()
     return model
 
 
@@ -408,9 +442,13 @@ def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, 
     Each observation's stage times are predicted once: a capacity only changes the final min."""
     if not obs:
         return {}
+    # host bound: FPS <= threads x 1000 / host_ms for every measurement, so host_ms is at most the least
+    # threads x 1000 / FPS seen (an upper bound, met where the threads were what held a configuration back)
+    model.host_ms = min((o.threads * 1000.0 / o.fps for o in obs if o.threads), default=0.0)
     parts = []
     for o in obs:
-        main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers)
+        main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers,
+                                   o.threads)
         parts.append((o.option, max(float(main[0, 0]), 1e-6), float(other[0, 0]), math.log(o.fps)))
 
     def residuals(capacity_of) -> dict[str, np.ndarray]:

@@ -28,6 +28,8 @@ class FinetuneResult:
     reference_fps: float             # best FPS after step 1: what step 2 may lose at most `degradation` of
     points: int                      # parameter points looked at besides the starting configuration
     trajectory: list[TracePoint] = field(default_factory=list)
+    # guided: each start and its tuned configuration on fresh re-runs, best mean first (the answer)
+    confirmed: list[dict] = field(default_factory=list)
 
     @property
     def fps(self) -> float:
@@ -37,7 +39,7 @@ class FinetuneResult:
         return {"config": self.config.to_dict(), "config_hash": self.config.hash, "fps": self.fps,
                 "start_fps": self.start_fps, "reference_fps": self.reference_fps, "points": self.points,
                 "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
-                               for tp in self.trajectory]}
+                               for tp in self.trajectory], "confirmed": self.confirmed}
 
 
 def _get(cfg: Configuration, name: str) -> int:

@@ -5,10 +5,12 @@ candidate cut tuple of every option (an exhaustive pass over the model: each pre
 lookups). Each round measures the few candidates with the highest expected gain over the best measured configuration
 (the model's mean and uncertainty together), refits and repeats. It stops when the model's best candidate has
 been measured and no candidate's expected gain reaches a quarter of one measurement's noise, or when the tuple
-budget is spent. Every
-candidate is measured at the cut search's parameters (the maximizer's bounds, the option's stream tuple); the
-best and the measured tuples within twice the noise of it (at most three) go to the fine-tuner, whose best
-tuned configuration is the answer.
+budget is spent; before it stops, a local round measures the neighbours of the best measured tuples. Candidates
+are ranked by expected gain per board second (engines already built cost nothing) and measured at the cut
+search's parameters, with pre/post threads raised to clear the best FPS in sight. The best measured tuples
+within three times the noise of the best (at most four) are re-run ``guided_repeats`` times and ranked on those
+fresh samples: the best single sample of near-equal tuples is mostly luck. The top two go to the fine-tuner; the
+answer is the best of them and their tuned configurations on fresh re-runs (``pipeline.finetune_phase``).
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from dse.search.streams import stream_tuple
 PHASE = "guided"
 STRATEGY = "guided"
 FULL_ENUMERATION = 60_000   # cut tuples of one option predicted exhaustively; above, a coarser grid
+HOST_HEADROOM = 1.2         # candidates get pre/post threads for this much more than the best FPS in sight
+LOCAL_WITHIN = 3            # local rounds around options whose best measured is within this many noises of the best
 
 
 @dataclass
@@ -52,6 +56,7 @@ class GuidedResult:
     stopped: str = ""
     candidates: dict[str, int] = field(default_factory=dict)
     finalists: list[Configuration] = field(default_factory=list)   # what the fine-tuner starts from
+    contenders: list[dict] = field(default_factory=list)   # near-best tuples: search sample, re-run mean
 
     @property
     def fps(self) -> float:
@@ -71,7 +76,7 @@ class GuidedResult:
                 "option_fps": dict(self.option_fps), "refined": {},
                 "tuples": [[o, list(c)] for o, c in self.tuples], "unique_tuples": self.unique_tuples,
                 "candidates": dict(self.candidates), "rounds": self.rounds, "stopped": self.stopped,
-                "finalists": [c.to_dict() for c in self.finalists]}
+                "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders}
 
 
 def candidate_tuples(space: SearchSpace, n_cuts: int, limit: int = FULL_ENUMERATION) -> np.ndarray:
@@ -125,7 +130,8 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         c = m.config
         if not m.ok or c.option not in roles:
             continue
-        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps)))
+        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
+                               min(c.pre_threads, c.post_threads)))
         if len(m.stage_ms) == c.n_stages:
             bounds = [-1, *c.cuts, space.n_layers - 1]
             for k, role in enumerate(roles[c.option]):
@@ -142,13 +148,21 @@ class _Pool:
     template: Configuration
     cuts: np.ndarray
     measured: dict[tuple[int, ...], float] = field(default_factory=dict)
+    _members: set | None = field(default=None, repr=False)
 
     def config(self, cuts: tuple[int, ...]) -> Configuration:
         return self.template.with_(cuts=tuple(cuts))
 
-    def predict(self, model: BoardModel) -> tuple[np.ndarray, np.ndarray]:
+    def has(self, cuts: tuple[int, ...]) -> bool:
+        """Whether ``cuts`` is one of this option's candidates."""
+        if self._members is None:
+            self._members = {tuple(int(c) for c in row) for row in self.cuts}
+        return tuple(cuts) in self._members
+
+    def predict(self, model: BoardModel, host_bound: bool = True) -> tuple[np.ndarray, np.ndarray]:
         t = self.template
-        return model.predict(t.option, self.cuts, t.streams, t.buffers)
+        threads = min(t.pre_threads, t.post_threads) if host_bound else 0
+        return model.predict(t.option, self.cuts, t.streams, t.buffers, threads)
 
 
 def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
@@ -175,40 +189,66 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     main_resource = next((r.resources[0] for rs in roles.values() for r in rs
                           if len(rs) == 1 and len(r.resources) == 1), "GPU")
     budget, batch, noise = settings.guided_budget, settings.guided_batch, settings.guided_noise
-    seen: list[Measurement] = [m for m in known if m.ok]
+    # in hash order: the model's fit (bootstrap members) must not depend on the order a caller kept them in
+    seen: list[Measurement] = sorted((m for m in known if m.ok), key=lambda m: m.config.hash)
     tuples: list[tuple[str, tuple[int, ...]]] = []
     rounds: list[dict] = []
+
+    cost = _BoardTime(space, [m.config for m in seen])
 
     def measure(option: str, cuts: tuple[int, ...]) -> None:
         m = probe.measure(pools[option].config(cuts), PHASE)
         tuples.append((option, cuts))
         pools[option].measured[cuts] = score(m)
         seen.append(m)
+        cost.built(option, cuts)
 
     def fit() -> BoardModel:
         stages, obs = _observations(space, roles, seen)
         return fit_board_model(facts, roles, stages, obs, priors, seed=settings.seed + len(rounds),
                                main_resource=main_resource)
 
+    def raise_threads(model: BoardModel) -> None:
+        """Candidates are measured with enough pre and post threads for the best FPS in sight: the maximizer
+        found its thread bounds on the main PE alone, and a pipeline that outruns them would measure the
+        threads, not its cuts (every tuple the same FPS). Threads only go up; the fine-tuner removes extras."""
+        nonlocal bounds
+        sight = max([_best_measured(pools)]
+                    + [float(p.predict(model, host_bound=False)[0].max()) for p in pools.values()])
+        need = min(model.threads_for(HOST_HEADROOM * sight), settings.max_pre, settings.max_post)
+        if need > min(bounds["pre"], bounds["post"]):
+            pre, post = max(bounds["pre"], need), max(bounds["post"], need)
+            bounds = {**bounds, "pre": pre, "post": post, "buffers": max(bounds["buffers"], pre, post)}
+            for o, p in pools.items():
+                p.template = search_config(base, o, (), p.template.streams, bounds, settings.pipeline_buffers)
+
     stopped = "budget"
     checked = -math.inf      # the incumbent when the last check round ran
+    polished: set[tuple[str, tuple[int, ...]]] = set()   # tuples whose neighbours a local round measured
     while len(tuples) < budget:
         model = fit()
+        raise_threads(model)
         preds = {o: p.predict(model) for o, p in pools.items()}
         incumbent, best_mean = _incumbent(pools, preds)
-        picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4)
+        picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4, cost=cost)
         kind = "gain"
         if not picks and incumbent > checked:
             # before stopping, one round on the best predicted unmeasured tuples: a model that is wrong near
             # the optimum shows it here, and the search goes on from what it measured
             picks, kind, checked = _check_round(pools, preds, batch), "check", incumbent
+        if not picks:
+            # then the neighbours of the best measured tuples, measured: where the model's shape is wrong by a
+            # few percent (a bottleneck it places a few layers off), the data near the optimum correct it
+            picks, kind = _local_round(pools, model, incumbent, noise, 2 * batch, polished), "local"
         rounds.append({"round": len(rounds), "kind": kind, "measured": len(tuples),
                        "incumbent_fps": round(math.exp(incumbent), 2) if incumbent > -math.inf else 0.0,
                        "model_best": [top[0], list(top[1]), round(best_mean, 2)],
-                       "capacity": round(model.capacity, 3), "picks": [[o, list(c)] for o, c in picks]})
+                       "capacity": round(model.capacity, 3), "threads": [bounds["pre"], bounds["post"]],
+                       "picks": [[o, list(c)] for o, c in picks]})
         if not picks:
             stopped = ("converged: the model's best is measured, no candidate's expected gain reaches a quarter of "
-                       "the noise, and the best predicted unmeasured tuples did not beat the best measured one")
+                       "the noise, and neither the best predicted unmeasured tuples nor the best measured ones' "
+                       "neighbours beat the best measured one")
             break
         for option, cuts in picks[:budget - len(tuples)]:
             if space.feasibility(cuts) is not None:     # thinned 3+-cut grids are checked here
@@ -217,12 +257,12 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             measure(option, cuts)
         if progress:
             progress(f"round {len(rounds)}: {len(tuples)} tuples measured, best {_best_measured(pools):.1f} FPS")
-    finalists = _finalists(probe, pools, noise)
+    finalists, contenders = _finalists(probe, pools, noise, settings.guided_repeats)
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
     return GuidedResult(finalists[0].config, finalists[0],
                         {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, tuples, rounds, stopped,
-                        {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists])
+                        {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders)
 
 
 def _best_measured(pools: Mapping[str, _Pool]) -> float:
@@ -244,11 +284,13 @@ def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float) -> np.
     return sd * (z * norm.cdf(z) + norm.pdf(z))
 
 
-def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float) -> tuple[list, tuple]:
-    """The next candidates by expected gain over the incumbent, at most half the batch from one option and
-    none next to another pick; the model's best first while unmeasured. The first round takes the model's
-    best of every option. Empty when the model's best is measured and no candidate's expected gain reaches
-    ``threshold``."""
+def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
+          cost: Callable[[str, tuple[int, ...], float], float] | None = None) -> tuple[list, tuple]:
+    """The next candidates by expected gain over the incumbent per second of board time (``cost``: engine
+    builds + the run; none: gain alone), among those whose gain reaches ``threshold``, at most half the batch
+    from one option and none next to another pick; the model's best first while unmeasured. The first round
+    takes the model's best of every option. Empty when the model's best is measured and no candidate's expected
+    gain reaches ``threshold``."""
     scored = []
     top = None
     for o, p in pools.items():
@@ -260,17 +302,46 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float)
         gain = expected_gain(lm, sd, incumbent)
         for i in np.argsort(-gain)[:200]:
             cuts = tuple(int(c) for c in p.cuts[i])
-            if cuts not in p.measured:
-                scored.append((float(gain[i]), o, cuts))
+            if cuts not in p.measured and gain[i] >= threshold:
+                g = float(gain[i])
+                scored.append((g / cost(o, cuts, float(mean[i])) if cost else g, o, cuts))
     model_best = (top[1], top[2], math.exp(top[0]))
     if first:
         return [(o, tuple(int(c) for c in p.cuts[int(np.argmax(preds[o][0]))])) for o, p in pools.items()], model_best
     top_measured = top[2] in pools[top[1]].measured
     scored.sort(reverse=True)
-    if top_measured and (not scored or scored[0][0] < threshold):
+    if top_measured and not scored:
         return [], model_best
     picks = [] if top_measured else [(top[1], top[2])]
-    return _spread(scored, k, max(1, k // 2), picks, floor=threshold), model_best
+    return _spread(scored, k, max(1, k // 2), picks), model_best
+
+
+class _BoardTime:
+    """Board seconds a candidate would cost: a run of the measurement's frames plus a build of every stage
+    engine not built yet (an engine is a PE type and a layer range; a PND stage builds a DLA engine)."""
+
+    def __init__(self, space: SearchSpace, measured: Sequence[Configuration]):
+        from dse.platform import BoardCosts
+
+        self.space = space
+        self.costs = space.board_costs or BoardCosts()
+        self.frames = space.run_frames or 5000
+        self.engines: set[tuple[str, int, int]] = set()
+        for c in measured:
+            if c.option in space.stage_pe_types:
+                self.built(c.option, c.cuts)
+
+    def _stages(self, option: str, cuts: tuple[int, ...]):
+        edges = [-1, *cuts, self.space.n_layers - 1]
+        for k, t in enumerate(self.space.stages(option)):
+            yield ("DLA" if t == "PND" else t, edges[k] + 1, edges[k + 1])
+
+    def built(self, option: str, cuts: tuple[int, ...]) -> None:
+        self.engines.update(self._stages(option, cuts))
+
+    def __call__(self, option: str, cuts: tuple[int, ...], fps: float) -> float:
+        builds = sum(self.costs.build_s(t) for t, a, b in self._stages(option, cuts) if (t, a, b) not in self.engines)
+        return self.costs.run_s(self.frames, fps) + builds
 
 
 def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
@@ -284,6 +355,34 @@ def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
                 ranked.append((float(mean[i]), o, cuts))
     ranked.sort(reverse=True)
     return _spread(ranked, k, k, [])
+
+
+def _local_round(pools, model: BoardModel, incumbent: float, noise: float, k: int,
+                 polished: set) -> list[tuple[str, tuple[int, ...]]]:
+    """Unmeasured candidates one step along each cut axis from the best measured tuple of every option within
+    three times the noise of the incumbent (log FPS), once per such tuple (``polished`` records them); a step
+    is half the option's residual length scale."""
+    picks = []
+    near = sorted(((max(p.measured.values()), o) for o, p in pools.items() if p.measured), reverse=True)
+    for fps, o in near:
+        if fps <= 0 or math.log(fps) < incumbent + math.log(1 - LOCAL_WITHIN * noise):
+            break
+        p = pools[o]
+        centre = max(p.measured, key=p.measured.get)
+        if (o, centre) in polished:
+            continue
+        polished.add((o, centre))
+        step = max(2, round(model.lengths.get(o, model.length) / 2))
+        for i in range(len(centre)):
+            for sign in (-1, 1):
+                for d in (step, step + 1, step - 1):       # the nearest candidate at about one step
+                    cuts = centre[:i] + (centre[i] + sign * d,) + centre[i + 1:]
+                    if cuts in p.measured:
+                        break
+                    if p.has(cuts):
+                        picks.append((o, cuts))
+                        break
+    return picks[:k]
 
 
 def _spread(ranked, k: int, per_option: int, picks: list, floor: float = -math.inf) -> list[tuple[str, tuple[int, ...]]]:
@@ -306,20 +405,28 @@ def _near(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(abs(x - y) <= 2 for x, y in zip(a, b)) if len(a) == len(b) and a else a == b
 
 
-FINALISTS = 3
+FINALISTS = 2     # tuples handed to the fine-tuner
+CONTENDERS = 4    # near-best measured tuples re-run to pick them
 
 
-def _finalists(probe: Probe, pools, noise: float) -> list[Measurement]:
-    """The best measured candidate and up to two more of other cut tuples within twice the noise of it: a
-    measurement, not a prediction, is what the search hands on, and which of near-equal tuples tunes best
-    only the fine-tuner finds out (its gains differ by tuple)."""
+def _finalists(probe: Probe, pools, noise: float, repeats: int) -> tuple[list[Measurement], list[dict]]:
+    """The fine-tuner's starts: the best measured tuples within three times the noise of the best one, ranked on
+    ``repeats`` fresh re-runs each (on the search's own sample when 0), the top ``FINALISTS`` of them within
+    twice the noise of the first. A measurement, not a prediction, is what the search hands on, and which of
+    near-equal tuples tunes best only the fine-tuner finds out (its gains differ by tuple)."""
     ranked = sorted(((fps, o, cuts) for o, p in pools.items() for cuts, fps in p.measured.items() if fps > 0),
                     reverse=True)
     if not ranked:
-        return []
-    top = ranked[0][0]
-    out = []
-    for fps, o, cuts in ranked[:FINALISTS]:
-        if fps >= top * (1 - 2 * noise):
-            out.append(probe.measure(pools[o].config(cuts), PHASE))
-    return out
+        return [], []
+    near = [(fps, pools[o].config(cuts)) for fps, o, cuts in ranked[:CONTENDERS]
+            if fps >= ranked[0][0] * (1 - 3 * noise)]
+    contenders = []
+    for fps, config in near:
+        reruns = probe.remeasure(config, PHASE, range(1, repeats + 1))
+        contenders.append({"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash,
+                           "search_fps": round(fps, 3), "reruns": [round(x, 3) for x in reruns],
+                           "mean": round(float(np.mean(reruns)) if reruns else fps, 3)})
+    order = sorted(range(len(near)), key=lambda i: -contenders[i]["mean"])
+    top = contenders[order[0]]["mean"]
+    chosen = [i for i in order[:FINALISTS] if contenders[i]["mean"] >= top * (1 - 2 * noise)]
+    return [probe.measure(near[i][1], PHASE) for i in chosen], [contenders[i] for i in order]

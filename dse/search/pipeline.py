@@ -13,7 +13,7 @@ A phase with no successful measurement to build on fails, naming why, instead of
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 from dse.configuration import Configuration
@@ -21,11 +21,12 @@ from dse.errors import DseError
 from dse.search.baselines import base_g_config
 from dse.search.explorer import OptionResult, explore_option
 from dse.measurement import Measurement
+from dse.search.finetune import PHASE as FINETUNE
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.guided import STRATEGY as GUIDED
 from dse.search.guided import GuidedResult, guided_search
 from dse.search.maximizer import MaximizeResult, maximize
-from dse.search.probe import Probe, as_probe
+from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
@@ -122,14 +123,59 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
 
 def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
                    settings: SearchSettings) -> FinetuneResult:
-    """The three-step fine-tuner on the search's best configuration, or on each of several finalists (the best
-    tuned one wins, the first on a tie; ``points`` counts every finalist's)."""
+    """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
+    counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
+    (with ``guided_repeats``) re-runs every start and every tuned configuration that many times on fresh noise
+    and answers the best mean: a tuned configuration whose single sample was lucky, or a start that tuning only
+    seemed to improve, no longer wins by that sample. Otherwise the best tuned one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
-    results = [finetune(space, probe, s, settings) for s in starts]
-    best = max(results, key=lambda r: (r.fps, -results.index(r)))
-    best.points = sum(r.points for r in results)
+    if settings.strategy == GUIDED and settings.guided_repeats:
+        results: list[FinetuneResult] = []
+        for s in starts:
+            donor = next((r for r in results if r.config.option == s.option), None)
+            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings))
+        best = _confirm(probe, starts, results, settings.guided_repeats)
+    else:
+        results = [finetune(space, probe, s, settings) for s in starts]
+        best = max(results, key=lambda r: (r.fps, -results.index(r)))
+    points = sum(r.points for r in results)
+    best.points = points
     return best
+
+
+def _transfer(probe: Probe, start: Configuration, donor: FinetuneResult) -> FinetuneResult:
+    """``start`` with the parameters the fine-tuner found for a near-equal tuple of the same option: one
+    measurement instead of a whole fine-tuning (the re-runs of ``_confirm`` judge it like a tuned one)."""
+    d = donor.config
+    config = start.with_(streams=d.streams, buffers=d.buffers, pre_threads=d.pre_threads, post_threads=d.post_threads)
+    m = probe.measure(config, FINETUNE)
+    start_fps = score(probe.measure(start, FINETUNE))
+    return FinetuneResult(config, m, start_fps, start_fps, points=int(config.hash != start.hash))
+
+
+def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
+             repeats: int) -> FinetuneResult:
+    """The start or tuned configuration (``results``) with the best mean FPS over ``repeats`` fresh re-runs
+    (repeats after the ones that ranked the starts, which chose them and so favour them)."""
+    fresh = range(repeats + 1, 2 * repeats + 1)
+    entries, seen = [], set()
+    for i, (s, r) in enumerate(zip(starts, results)):
+        for config, tuned in ((r.config, r.config.hash != s.hash), (s, False)):
+            if config.hash in seen:
+                continue
+            seen.add(config.hash)
+            reruns = probe.remeasure(config, FINETUNE, fresh)
+            entries.append({"result": i, "config": config, "tuned": tuned, "mean": sum(reruns) / len(reruns),
+                            "reruns": reruns})
+    entries.sort(key=lambda e: -e["mean"])
+    win = entries[0]
+    r = results[win["result"]]
+    confirmed = [{"option": e["config"].option, "cuts": list(e["config"].cuts), "config_hash": e["config"].hash,
+                  "tuned": e["tuned"], "mean": round(e["mean"], 3), "reruns": [round(x, 3) for x in e["reruns"]]}
+                 for e in entries]
+    return replace(r, config=win["config"], measurement=probe.measure(win["config"], FINETUNE),
+                   confirmed=confirmed)
 
 
 def guided_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],

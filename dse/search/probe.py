@@ -27,6 +27,7 @@ class Probe:
         self.evaluator = evaluator
         self.strategy = strategy
         self._memo: dict[str, Measurement] = {}
+        self._reruns: dict[tuple[str, int], Measurement] = {}
 
     def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
         """``strategy`` labels the row when it is not this probe's (the Base(G) baseline of the maximize phase)."""
@@ -36,6 +37,25 @@ class Probe:
             m = self.evaluator.evaluate(config, phase=phase, strategy=strategy or self.strategy)
             self._memo[key] = m
         return m
+
+    def remeasure(self, config: Configuration, phase: str, repeats: range) -> list[float]:
+        """FPS of ``config`` on independent re-runs ``repeats`` (indices >= 1; repeat 0 is the search's own sample,
+        which a search picked for being high): what near-equal candidates are ranked on, never their best sample."""
+        if repeats and repeats[0] < 1:
+            raise ValueError("re-runs start at repeat 1: repeat 0 is the search's own sample")
+        out = []
+        for r in repeats:
+            m = self._reruns.get((config.hash, r))
+            if m is None:
+                m = self.evaluator.evaluate(config, phase=phase, strategy=self.strategy, repeat=r)
+                self._reruns[(config.hash, r)] = m
+            out.append(score(m))
+        return out
+
+    @property
+    def reruns(self) -> list[Measurement]:
+        """Re-runs asked through ``remeasure`` (each a board run of an already built configuration)."""
+        return list(self._reruns.values())
 
     @property
     def measured(self) -> int:

@@ -27,11 +27,16 @@ class RecordingProbe(Probe):
         self.phase_prefix = phase_prefix  # rows get "<prefix>/<phase>": no method's rows pass for another's
         self.asked: list[tuple[str, Measurement]] = []   # (phase, measurement), first ask of each config
 
+    def _label(self, phase: str) -> str:
+        return f"{self.phase_prefix}/{phase}" if self.phase_prefix else phase
+
     def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
         new = config.hash not in self._memo
-        if self.phase_prefix:
-            phase = f"{self.phase_prefix}/{phase}"
+        phase = self._label(phase)
         m = super().measure(config, phase, strategy)
         if new:
             self.asked.append((phase, m))
         return m
+
+    def remeasure(self, config: Configuration, phase: str, repeats: range) -> list[float]:
+        return super().remeasure(config, self._label(phase), repeats)

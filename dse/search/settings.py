@@ -17,7 +17,8 @@ STRATEGIES = ("proposed", "guided")   # the thesis' search (Sec. 3.5) | model-gu
 # the largest value of every count a user may set (the platform's limits bound the configurations further)
 UPPER_BOUNDS = {"top_k": 1000, "min_local_searches": 1000, "max_pre": 256, "max_post": 256, "max_buffers": 4096,
                 "max_streams": 64, "dla_streams": 64, "max_tuples": 100_000, "sample_step": 10_000,
-                "guided_budget": 100_000, "guided_batch": 64}
+                "guided_budget": 100_000, "guided_batch": 64, "guided_repeats": 100}
+ZERO_ALLOWED = ("sample_step", "guided_repeats")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class SearchSettings:
     guided_budget: int = 80
     guided_batch: int = 4
     guided_noise: float = 0.01
+    # guided: the near-best measured tuples and the fine-tuned answers are ranked on this many fresh re-runs
+    # each (0: on their single search sample, which favours the luckiest one)
+    guided_repeats: int = 3
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(str(o) for o in (self.options or ())))
@@ -76,7 +80,7 @@ class SearchSettings:
         from dse.config import bounded_int
 
         for name, hi in UPPER_BOUNDS.items():
-            bounded_int(getattr(self, name), f"search.{name}", 0 if name == "sample_step" else 1, hi)
+            bounded_int(getattr(self, name), f"search.{name}", 0 if name in ZERO_ALLOWED else 1, hi)
         for name in ("epsilon", "degradation", "t_step", "refine_within"):
             if not 0 <= getattr(self, name) < 1:
                 raise DseError(f"search.{name} must be in [0, 1), got {getattr(self, name)}")

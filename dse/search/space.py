@@ -25,9 +25,10 @@ def stage_width(stage_type: str) -> int:
 
 
 class Evaluator(Protocol):
-    """Measures one configuration; implementations cache by ``config.hash`` (never measure twice)."""
+    """Measures one configuration; implementations cache by ``(config.hash, repeat)`` (never measure twice);
+    ``repeat`` > 0 asks for an independent re-run."""
 
-    def evaluate(self, config: Configuration, *, phase: str, strategy: str) -> Measurement: ...
+    def evaluate(self, config: Configuration, *, phase: str, strategy: str, repeat: int = 0) -> Measurement: ...
 
 
 @dataclass
@@ -47,6 +48,10 @@ class SearchSpace:
     # for model-based strategies: per option the stages' cost classes and PEs, and the network's per-layer facts
     stage_roles: dict | None = None
     network_facts: Callable[[], object] | None = None
+    # what a measurement costs on the board (``dse.platform.BoardCosts``) and the frames it runs: a strategy
+    # that weighs candidates by board time prefers those whose engines are built already
+    board_costs: object | None = None
+    run_frames: int = 0
 
     def __post_init__(self):
         self.feasible_cuts = sorted({int(c) for c in self.feasible_cuts if 0 <= int(c) < self.n_layers - 1})
@@ -110,7 +115,8 @@ class SearchSpace:
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                    check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
                    main_pe=platform.main_kind, gpu_layer_profile=profile, stage_roles=roles,
-                   network_facts=facts_of)
+                   network_facts=facts_of, board_costs=platform.board_costs,
+                   run_frames=settings.sample_size + (settings.warmup or 0))
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""

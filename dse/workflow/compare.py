@@ -128,7 +128,9 @@ class Comparison:
             self._probes[method] = RecordingProbe(ev, strategy=method, phase_prefix=slug)
         return self._probes[method]
 
-    def proposed_rows(self) -> pd.DataFrame:
+    def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
+        """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of
+        configurations it had measured, repeat > 0)."""
         from dse.store import RETRIED_STATUSES, read
 
         files = phase_files(self.ctx.run, self.ctx.settings.strategy, ".parquet")
@@ -141,14 +143,17 @@ class Comparison:
         asked = asked_by_phases(self.ctx.run, self.ctx.settings.strategy)
         if asked is not None:   # not the rows of an earlier search with other settings
             frame = frame[frame["config_hash"].isin(asked)]
+        if reruns:
+            return frame[frame["repeat"] > 0].reset_index(drop=True)
         # one row per configuration: its answer, or its error where no later try succeeded
         retry = frame["status"].isin(RETRIED_STATUSES)
         frame = frame.assign(_retry=retry).sort_values(["_retry", "timestamp"]).drop_duplicates("config_hash")
         return frame.drop(columns="_retry").sort_values("timestamp").reset_index(drop=True)
 
 
-def _answer(method: str, m, asked, *, extra: dict | None = None) -> dict:
-    return {"method": method, "measurement": m, "asked": asked, "extra": extra or {}}
+def _answer(method: str, m, asked, *, extra: dict | None = None, reruns=()) -> dict:
+    """``reruns``: the method's own re-runs of configurations it had measured (board runs, no new engines)."""
+    return {"method": method, "measurement": m, "asked": asked, "extra": extra or {}, "reruns": list(reruns)}
 
 
 def run_method(cmp: Comparison, method: str, results: dict) -> dict:
@@ -229,15 +234,16 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         from dse.store import row_to_measurement
 
         asked = [(r["phase"], row_to_measurement(r)) for r in rows.to_dict("records")]
+        reruns = [row_to_measurement(r) for r in cmp.proposed_rows(reruns=True).to_dict("records")]
         best = _proposed_best(cmp)
         mapping = _proposed_mapping_points(cmp)
-        return _answer(method, best, asked, extra={"mapping_points": len(mapping),
-                                                   "param_points": int((rows["phase"] == "finetune").sum())})
+        return _answer(method, best, asked, reruns=reruns,
+                       extra={"mapping_points": len(mapping), "param_points": int((rows["phase"] == "finetune").sum())})
     if method in RUN_STRATEGIES:   # the other strategy, run here on the options the run explored
         from dse.search import run_search
 
         r = run_search(space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
-        return _answer(method, r.finetune.measurement, probe.asked,
+        return _answer(method, r.finetune.measurement, probe.asked, reruns=probe.reruns,
                        extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
     raise choices_error("comparison method", method, METHODS)
 
@@ -302,13 +308,18 @@ def compare(run: str | Path, settings: CompareSettings | None = None) -> dict:
     return write_comparison(cmp, results, skipped)
 
 
+CONFIRM_FIRST = 1000
+
+
 def confirm(cmp: Comparison, method: str, m) -> list[float]:
     """FPS of ``repeats`` fresh re-runs of a method's answer (thesis: the final configuration is run five
     times and averaged). A search keeps the luckiest of many noisy single runs; re-running removes that
     bias, so methods that measured many points are not favoured by their noise. The re-runs go through the
-    evaluator: recorded in the method's file and not re-run by a rerun of the job."""
+    evaluator: recorded in the method's file and not re-run by a rerun of the job. Their repeat indices start at
+    ``CONFIRM_FIRST``, past any a search re-runs its own candidates with (the guided one ranks on repeats from 1:
+    those samples chose its answer)."""
     if m is None or not m.ok:
         return []
     ev = cmp.probe(method).evaluator
     return [float(ev.evaluate(m.config, phase=f"{SLUG[method]}/confirm", strategy=method, repeat=i).fps)
-            for i in range(1, cmp.settings.repeats + 1)]
+            for i in range(CONFIRM_FIRST, CONFIRM_FIRST + cmp.settings.repeats)]
