@@ -16,6 +16,7 @@ Settings: the optional `compare` node of the run config (Hydra: `+compare.ga.pop
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from dataclasses import dataclass, field
@@ -128,10 +129,10 @@ class Comparison:
             self._probes[method] = RecordingProbe(ev, strategy=method, phase_prefix=slug)
         return self._probes[method]
 
-    def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
-        """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of
-        configurations it had measured, repeat > 0)."""
-        from dse.store import RETRIED_STATUSES, read
+    @functools.cached_property
+    def _own_frame(self) -> pd.DataFrame:
+        """Every row of the run's own search (read once: a comparison writes only its methods' own files)."""
+        from dse.store import read
 
         files = phase_files(self.ctx.run, self.ctx.settings.strategy, ".parquet")
         frames = [read(p, context=self.ctx.measurement_context) for p in files]
@@ -143,6 +144,14 @@ class Comparison:
         asked = asked_by_phases(self.ctx.run, self.ctx.settings.strategy)
         if asked is not None:   # not the rows of an earlier search with other settings
             frame = frame[frame["config_hash"].isin(asked)]
+        return frame
+
+    def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
+        """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of
+        configurations it had measured, repeat > 0)."""
+        from dse.store import RETRIED_STATUSES
+
+        frame = self._own_frame
         if reruns:
             return frame[frame["repeat"] > 0].reset_index(drop=True)
         # one row per configuration: its answer, or its error where no later try succeeded
