@@ -5,8 +5,10 @@ produces (a feasible tuple has no others) or network inputs (the input frame is 
 its outputs are the tensors the next stage reads plus the network outputs it produces. Tensor names are the network's own, so stage
 k's outputs plug into stage k+1's inputs by name and calibration scales carry over.
 
-Extraction is ``onnx.utils.Extractor`` on the sanitized (static-shape, shape-inferred) model: it copies the
-nodes between the given inputs and outputs with their value infos, and keeps opset and IR version.
+``extract_ranges`` is the general form: any contiguous layer ranges, each reading any earlier one (the
+segments of a per-layer mapping, ``dse.runtime.taskgraph``). Extraction is ``onnx.utils.Extractor`` on the
+sanitized (static-shape, shape-inferred) model: it copies the nodes between the given inputs and outputs with
+their value infos, and keeps opset and IR version.
 """
 from __future__ import annotations
 
@@ -78,6 +80,23 @@ def _shape_of(vi: onnx.ValueInfoProto) -> list[int]:
 def partition(analysis, cuts) -> list[StageModel]:
     """One StageModel per stage of the feasible tuple ``cuts`` (raises DseError when it is not feasible)."""
     cuts = validate_cuts(analysis, cuts)
+    stages = extract_ranges(analysis, stage_bounds(len(analysis.layers), cuts))
+    source = {t: s.index for s in stages for t in s.outputs}
+    for s in stages:  # validate_cuts guarantees it; a broken guarantee must not build a wrong pipeline
+        for t in s.inputs:
+            if source.get(t, s.index - 1) != s.index - 1:
+                raise DseError(f"infeasible cut tuple {list(cuts)}: tensor {t!r} from stage {source[t]} is read in "
+                               f"stage {s.index}, skipping stage {source[t] + 1}")
+    return stages
+
+
+def extract_ranges(analysis, bounds, label: str = "stage") -> list[StageModel]:
+    """One ONNX subgraph per layer range; ``bounds`` [(first, last), ...] cover layers 0..N-1 in order.
+
+    Range k reads network inputs and tensors of any earlier range (the pipeline stages of a feasible tuple read
+    only the previous one; the segments of a per-layer mapping read any); its outputs are the network outputs it
+    produces and the tensors a later range reads, network inputs first then by producing layer.
+    """
     model: onnx.ModelProto = analysis.model
     graph = model.graph
     nodes = list(graph.node)
@@ -85,58 +104,52 @@ def partition(analysis, cuts) -> list[StageModel]:
         raise DseError(f"analysis has {len(analysis.layers)} layers but its model {len(nodes)} nodes")
     initializers = {t.name for t in graph.initializer}
     net_inputs = [vi.name for vi in graph.input if vi.name not in initializers]
-    net_outputs = [vi.name for vi in graph.output]
-    bounds = stage_bounds(len(nodes), cuts)
-
-    stage_of_layer = [0] * len(nodes)
-    for k, (first, last) in enumerate(bounds):
-        for i in range(first, last + 1):
-            stage_of_layer[i] = k
+    net_outputs = {vi.name for vi in graph.output}
+    bounds = [(int(first), int(last)) for first, last in bounds]
+    if not bounds or [f for f, _ in bounds] != [0] + [last + 1 for _, last in bounds[:-1]] \
+            or any(f > last for f, last in bounds) or bounds[-1][1] != len(nodes) - 1:
+        raise DseError(f"layer ranges {bounds} do not cover layers 0..{len(nodes) - 1} in order")
+    range_of_layer = [k for k, (first, last) in enumerate(bounds) for _ in range(first, last + 1)]
     producer: dict[str, int] = {}  # tensor -> producing layer index
     for i, node in enumerate(nodes):
         for out in node.output:
             if out:
                 producer[out] = i
-    consumers: dict[str, set[int]] = {}  # tensor -> stages that read it
+    consumers: dict[str, set[int]] = {}  # tensor -> ranges that read it
     for i, node in enumerate(nodes):
         for name in _reads(node):
             if name and name not in initializers:
-                consumers.setdefault(name, set()).add(stage_of_layer[i])
+                consumers.setdefault(name, set()).add(range_of_layer[i])
 
     def order(names) -> list[str]:  # network inputs first (graph order), then by producing layer
         return sorted(names, key=lambda t: (producer.get(t, -1), net_inputs.index(t) if t in net_inputs else 0, t))
 
-    # one Extractor (it runs shape inference once) for all stages
+    # one Extractor (it runs shape inference once) for all ranges
     extractor = onnx.utils.Extractor(model)
     shapes = {vi.name: _shape_of(vi) for vi in list(graph.input) + list(graph.value_info) + list(graph.output)}
-    stages = []
+    out = []
     for k, (first, last) in enumerate(bounds):
         produced = {o for i in range(first, last + 1) for o in nodes[i].output if o}
         reads = {t for i in range(first, last + 1) for t in _reads(nodes[i]) if t and t not in initializers}
         inputs = reads - produced
         for t in inputs:
-            src = producer.get(t)
-            src_stage = stage_of_layer[src] if src is not None else None
-            if src is None and t not in net_inputs:
-                raise DseError(f"stage {k} reads tensor {t!r} that no layer produces and is not a network input")
-            if src_stage is not None and src_stage != k - 1:
-                raise DseError(f"infeasible cut tuple {list(cuts)}: tensor {t!r} from layer {src} (stage {src_stage}) "
-                               f"is read in stage {k}, skipping stage {src_stage + 1}")
-        outputs = {t for t in produced if t in net_outputs or any(s > k for s in consumers.get(t, ()))}
+            if t not in producer and t not in net_inputs:
+                raise DseError(f"{label} {k} reads tensor {t!r} that no layer produces and is not a network input")
+        outputs = {t for t in produced if t in net_outputs or any(r > k for r in consumers.get(t, ()))}
         inputs, outputs = order(inputs), order(outputs)
         sub = extractor.extract_model(inputs, outputs)
         if len(sub.graph.node) != last - first + 1:
-            raise DseError(f"stage {k}: extraction kept {len(sub.graph.node)} nodes, expected {last - first + 1} "
+            raise DseError(f"{label} {k}: extraction kept {len(sub.graph.node)} nodes, expected {last - first + 1} "
                            f"(layers {first}..{last}); the model has layers that feed no output")
-        sub.graph.name = f"{graph.name or 'network'}_stage_{k}"
+        sub.graph.name = f"{graph.name or 'network'}_{label}_{k}"
         del sub.metadata_props[:]
-        for key, value in (("dse.stage", str(k)), ("dse.layers", f"{first}-{last}")):
+        for key, value in ((f"dse.{label}", str(k)), ("dse.layers", f"{first}-{last}")):
             sub.metadata_props.add(key=key, value=value)
         onnx.checker.check_model(sub)
         macs = int(sum(int(getattr(analysis.layers[i], "macs", 0) or 0) for i in range(first, last + 1)))
-        stages.append(StageModel(k, first, last, inputs, outputs, sub, macs,
-                                 {t: shapes.get(t, []) for t in inputs + outputs}))
-    return stages
+        out.append(StageModel(k, first, last, inputs, outputs, sub, macs,
+                              {t: shapes.get(t, []) for t in inputs + outputs}))
+    return out
 
 
 def manifest(stages: list[StageModel], digest: str = "") -> dict:

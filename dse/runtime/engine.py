@@ -81,6 +81,9 @@ class FunctionEngine:
         self.pe = pe
         self.cores = tuple(cores or ())
 
+    def infer(self, inputs: Outputs) -> Outputs:
+        return self.fn(inputs)
+
     def create_context(self, index: int = 0) -> ThreadedContext:
         return ThreadedContext(self.fn, self.pe, self.cores, name="%s-ctx%d" % (self.pe, index))
 

@@ -10,6 +10,9 @@ Every frame carries its id; results are keyed by it, so nothing is lost or reord
 threads. Any exception (pre, stage, post) is recorded and stops every thread; every blocking wait has a
 timeout, and a watchdog ends a run in which no frame completes for ``stall_s`` seconds: a run never hangs.
 
+``FrameRunner`` is what any runtime shares around its workers (pre/post threads, buffer pool, failures,
+watchdog, RunResult); ``Pipeline`` adds the chain of stage workers, ``dse.runtime.taskgraph`` a task graph.
+
 Standard library + numpy only, Python 3.8 grammar (shared with the board agent).
 """
 from __future__ import annotations
@@ -63,39 +66,39 @@ class RunResult:
 class _Job(object):
     __slots__ = ("id", "slot", "data", "t_pre", "t_done", "stage_ms")
 
-    def __init__(self, job_id, slot):
+    def __init__(self, job_id, slot, n_stages):
         self.id = job_id
         self.slot = slot
         self.data = None
         self.t_pre = 0.0
         self.t_done = 0.0
-        self.stage_ms = []
+        self.stage_ms = [0.0] * n_stages
 
 
 class _Stopped(Exception):
     """Raised inside a thread's wait when the run is stopping."""
 
 
-class Pipeline:
-    """Runs ``frames`` jobs (the first ``warmup`` are not measured) through the stages.
+class FrameRunner(object):
+    """What every runtime shares around its workers: ``pre_threads`` pre-processing threads taking slots of a
+    pool of ``buffers``, ``post_threads`` post-processing threads freeing them, failure recording, the watchdog,
+    the measurement window (the first ``warmup`` frames are not measured) and the RunResult.
 
-    ``preprocess(job_id, slot) -> {input name: array}``; ``postprocess(job_id, outputs) -> result``.
-    ``images_per_job`` is the batch (FPS counts images).
+    A subclass says how many stages it reports (``n_stages``: entries of stage_ms/stage_util), builds its worker
+    threads in ``_prepare`` (per run), takes each pre-processed frame in ``_admit`` (``_EOF`` after the last),
+    hands finished frames to ``self._post_q`` as ``("job", job)`` (``("job", _EOF)`` after the last) and records
+    work with ``_record``; ``_release`` frees what ``_prepare`` made.
     """
 
-    def __init__(self, stages: Sequence[StagePlan], preprocess: Callable[[int, int], Dict[str, Any]],
-                 postprocess: Callable[[int, Dict[str, Any]], Any], *, frames: int, warmup: int = 0,
+    n_stages = 0
+
+    def __init__(self, preprocess: Callable[[int, int], Dict[str, Any]],
+                 postprocess: Callable[[int, Dict[str, Any]], Any], frames: int, warmup: int = 0,
                  pre_threads: int = 1, post_threads: int = 1, buffers: int = 1, images_per_job: int = 1,
                  keep_outputs: bool = False, keep_results: bool = True, timeout_s: float = 600.0,
                  stall_s: float = 60.0):
-        if not stages:
-            raise ValueError("a pipeline needs at least one stage")
-        for i, st in enumerate(stages):
-            if st.streams < 1 or not st.engines:
-                raise ValueError("stage %d needs at least one engine and one stream" % i)
         if frames < 1 or warmup < 0 or pre_threads < 1 or post_threads < 1 or buffers < 1:
             raise ValueError("frames, pre/post threads and buffers must be >= 1 (warmup >= 0)")
-        self.stages = list(stages)
         self.preprocess = preprocess
         self.postprocess = postprocess
         self.frames = frames + warmup
@@ -109,6 +112,24 @@ class Pipeline:
         self.timeout_s = timeout_s
         self.stall_s = stall_s
 
+    # --- for subclasses ------------------------------------------------------------------------------
+    def _prepare(self) -> List[tuple]:
+        """Per-run state and the workers: [(where, function, args, thread name), ...]."""
+        raise NotImplementedError
+
+    def _admit(self, job) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        pass
+
+    def _record(self, pe: str, stage: int, job: _Job, t0: float, t1: float) -> None:
+        """Stage ``stage`` ran ``job`` on ``pe`` from t0 to t1 (seconds, perf_counter)."""
+        job.stage_ms[stage] = (t1 - t0) * 1e3
+        with self._lock:
+            self._busy[pe].append((t0, t1))
+            self._stage_busy[stage].append((t0, t1))
+
     # --- run -----------------------------------------------------------------------------------------
     def run(self) -> RunResult:
         self._stop = threading.Event()
@@ -121,10 +142,9 @@ class Pipeline:
         self._slots = queue.Queue()  # type: queue.Queue
         for s in range(self.buffers):
             self._slots.put(s)
-        self._inboxes = [queue.Queue() for _ in self.stages]  # type: List[queue.Queue]
         self._post_q = queue.Queue()  # type: queue.Queue
         self._busy = collections.defaultdict(list)  # type: Dict[str, list]
-        self._stage_busy = [[] for _ in self.stages]  # type: List[list]
+        self._stage_busy = [[] for _ in range(self.n_stages)]  # type: List[list]
         self._finished = []  # type: List[_Job]
         self._results = {}  # type: Dict[int, Any]
         self._outputs = {}  # type: Dict[int, Any]
@@ -132,15 +152,11 @@ class Pipeline:
         self._win = [self._t0, 0.0]
         self._cpu = [cpu_seconds(), 0.0]
 
-        contexts = []  # type: List[list]
         threads = []  # type: List[threading.Thread]
         try:
-            for i, st in enumerate(self.stages):
-                ctxs = [st.engines[k % len(st.engines)].create_context(k) for k in range(st.streams)]
-                contexts.append(ctxs)
-            for i, ctxs in enumerate(contexts):
-                threads.append(threading.Thread(target=self._guard, args=("stage %d" % i, self._stage_loop, i, ctxs),
-                                                name="stage-%d" % i, daemon=True))
+            for where, fn, args, name in self._prepare():
+                threads.append(threading.Thread(target=self._guard, args=(where, fn) + tuple(args), name=name,
+                                                daemon=True))
             for k in range(self.pre_threads):
                 threads.append(threading.Thread(target=self._guard, args=("pre-processing", self._pre_loop),
                                                 name="pre-%d" % k, daemon=True))
@@ -163,12 +179,7 @@ class Pipeline:
             for t in threads:
                 if t.ident is not None:  # started
                     t.join(timeout=5.0)
-            for ctxs in contexts:
-                for c in ctxs:
-                    try:
-                        c.close()
-                    except Exception:
-                        pass
+            self._release()
         return self._result()
 
     def _watch(self) -> None:
@@ -214,7 +225,7 @@ class Pipeline:
             except queue.Empty:
                 continue
 
-    # --- threads -------------------------------------------------------------------------------------
+    # --- pre/post-processing threads -----------------------------------------------------------------
     def _pre_loop(self) -> None:
         while True:
             slot = self._get(self._slots)
@@ -227,53 +238,12 @@ class Pipeline:
                     self._pre_left -= 1
                     last = self._pre_left == 0
                 if last:
-                    self._inboxes[0].put(("job", _EOF))
+                    self._admit(_EOF)
                 return
-            job = _Job(job_id, slot)
+            job = _Job(job_id, slot, self.n_stages)
             job.t_pre = time.perf_counter()
             job.data = self.preprocess(job_id, slot)
-            self._inboxes[0].put(("job", job))
-
-    def _stage_loop(self, index: int, contexts: list) -> None:
-        inbox = self._inboxes[index]
-        out = self._inboxes[index + 1] if index + 1 < len(self.stages) else self._post_q
-        waiting = collections.deque()  # jobs not yet submitted
-        inflight = collections.deque()  # [job, done flag] in submission order
-        busy = [False] * len(contexts)
-        rr = 0
-        eof = False
-        while True:
-            kind, item = self._get(inbox)
-            if kind == "job":
-                if item is _EOF:
-                    eof = True
-                else:
-                    waiting.append(item)
-            else:  # a context finished: ("done", (k, entry, outputs, error, t0, t1))
-                k, entry, outputs, error, t0, t1 = item
-                if error is not None:
-                    raise RuntimeError("context %d on %s failed on frame %d: %s" % (
-                        k, contexts[k].pe, entry[0].id, _describe(error)))
-                busy[k] = False
-                job = entry[0]
-                job.data = outputs
-                job.stage_ms.append((t1 - t0) * 1e3)
-                with self._lock:
-                    self._busy[contexts[k].pe].append((t0, t1))
-                    self._stage_busy[index].append((t0, t1))
-                entry[1] = True
-            while waiting and not busy[rr]:
-                job = waiting.popleft()
-                entry = [job, False]
-                inflight.append(entry)
-                busy[rr] = True
-                contexts[rr].submit(job.data, _completion(inbox, rr, entry))
-                rr = (rr + 1) % len(contexts)
-            while inflight and inflight[0][1]:
-                out.put(("job", inflight.popleft()[0]))
-            if eof and not waiting and not inflight:
-                out.put(("job", _EOF))
-                return
+            self._admit(job)
 
     def _post_loop(self) -> None:
         while True:
@@ -309,9 +279,7 @@ class Pipeline:
             res.frames = self._completed
             return res
         lo, hi = self._win
-        measured = [j for j in self._finished if j.id >= 0]
-        measured.sort(key=lambda j: j.t_done)
-        measured = measured[self.warmup:]
+        measured = sorted(self._finished, key=lambda j: j.t_done)[self.warmup:]
         span = max(hi - lo, 1e-9)
         res.window_s = hi - lo
         res.frames = len(measured)
@@ -322,10 +290,90 @@ class Pipeline:
         res.latency_ms_p99 = percentile(lat, 99)
         res.util = utilization(dict(self._busy), lo, hi)
         res.stage_util = [utilization({"s": b}, lo, hi)["s"] for b in self._stage_busy]
-        n = len(self.stages)
-        res.stage_ms = [float(sum(j.stage_ms[i] for j in measured) / max(len(measured), 1)) for i in range(n)]
+        res.stage_ms = [float(sum(j.stage_ms[i] for j in measured) / max(len(measured), 1))
+                        for i in range(self.n_stages)]
         res.cpu_util = min(1.0, (self._cpu[1] - self._cpu[0]) / (span * usable_cores()))
         return res
+
+
+class Pipeline(FrameRunner):
+    """Runs ``frames`` jobs (the first ``warmup`` are not measured) through a chain of stages.
+
+    ``preprocess(job_id, slot) -> {input name: array}``; ``postprocess(job_id, outputs) -> result``.
+    ``images_per_job`` is the batch (FPS counts images).
+    """
+
+    def __init__(self, stages: Sequence[StagePlan], preprocess: Callable[[int, int], Dict[str, Any]],
+                 postprocess: Callable[[int, Dict[str, Any]], Any], *, frames: int, warmup: int = 0,
+                 pre_threads: int = 1, post_threads: int = 1, buffers: int = 1, images_per_job: int = 1,
+                 keep_outputs: bool = False, keep_results: bool = True, timeout_s: float = 600.0,
+                 stall_s: float = 60.0):
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        for i, st in enumerate(stages):
+            if st.streams < 1 or not st.engines:
+                raise ValueError("stage %d needs at least one engine and one stream" % i)
+        FrameRunner.__init__(self, preprocess, postprocess, frames, warmup, pre_threads, post_threads, buffers,
+                             images_per_job, keep_outputs, keep_results, timeout_s, stall_s)
+        self.stages = list(stages)
+        self.n_stages = len(self.stages)
+
+    def _prepare(self) -> List[tuple]:
+        self._inboxes = [queue.Queue() for _ in self.stages]  # type: List[queue.Queue]
+        self._contexts = []  # type: List[list]
+        for st in self.stages:
+            self._contexts.append([st.engines[k % len(st.engines)].create_context(k) for k in range(st.streams)])
+        return [("stage %d" % i, self._stage_loop, (i, ctxs), "stage-%d" % i) for i, ctxs in enumerate(self._contexts)]
+
+    def _release(self) -> None:
+        for ctxs in getattr(self, "_contexts", ()):
+            for c in ctxs:
+                try:
+                    c.close()
+                except Exception:
+                    pass
+        self._contexts = []
+
+    def _admit(self, job) -> None:
+        self._inboxes[0].put(("job", job))
+
+    def _stage_loop(self, index: int, contexts: list) -> None:
+        inbox = self._inboxes[index]
+        out = self._inboxes[index + 1] if index + 1 < len(self.stages) else self._post_q
+        waiting = collections.deque()  # jobs not yet submitted
+        inflight = collections.deque()  # [job, done flag] in submission order
+        busy = [False] * len(contexts)
+        rr = 0
+        eof = False
+        while True:
+            kind, item = self._get(inbox)
+            if kind == "job":
+                if item is _EOF:
+                    eof = True
+                else:
+                    waiting.append(item)
+            else:  # a context finished: ("done", (k, entry, outputs, error, t0, t1))
+                k, entry, outputs, error, t0, t1 = item
+                if error is not None:
+                    raise RuntimeError("context %d on %s failed on frame %d: %s" % (
+                        k, contexts[k].pe, entry[0].id, _describe(error)))
+                busy[k] = False
+                job = entry[0]
+                job.data = outputs
+                self._record(contexts[k].pe, index, job, t0, t1)
+                entry[1] = True
+            while waiting and not busy[rr]:
+                job = waiting.popleft()
+                entry = [job, False]
+                inflight.append(entry)
+                busy[rr] = True
+                contexts[rr].submit(job.data, _completion(inbox, rr, entry))
+                rr = (rr + 1) % len(contexts)
+            while inflight and inflight[0][1]:
+                out.put(("job", inflight.popleft()[0]))
+            if eof and not waiting and not inflight:
+                out.put(("job", _EOF))
+                return
 
 
 def _completion(inbox: "queue.Queue", k: int, entry: list):
