@@ -1,0 +1,13 @@
+"""Per-layer mapping of a DNN onto heterogeneous PEs (seeds 002/004): a task graph with a per-PE profile table,
+a layer-mapping configuration, an analytic evaluator (period, latency, CPU utilization, energy) and a task-graph
+DES for Gantt charts. Specs: ../shared/specs/seeds-001-004.md section 1."""
+from dse.layermap.errors import LayerMapError
+from dse.layermap.evaluate import AnalyticModel, Evaluation, Incremental, LinearComm
+from dse.layermap.mapping import CpuConfig, LayerMapping, Pe, PeSet, validate
+from dse.layermap.profile import ProfileTable, freq_correct, npu_from_cpu
+from dse.layermap.simulate import SimResult, simulate
+from dse.layermap.taskgraph import TaskGraph, build_task_graph
+
+__all__ = ["LayerMapError", "TaskGraph", "build_task_graph", "ProfileTable", "freq_correct", "npu_from_cpu",
+           "CpuConfig", "Pe", "PeSet", "LayerMapping", "validate", "AnalyticModel", "Evaluation", "Incremental",
+           "LinearComm", "SimResult", "simulate"]
