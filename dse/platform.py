@@ -17,10 +17,19 @@ from typing import Any, Mapping
 
 from dse.errors import DseError, choices_error
 
-PE_TYPES = ("gpu", "dla", "cpu")
+PE_TYPES = ("gpu", "dla", "cpu", "npu")
 TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe", "cpu", "pes", "cost", "dla_rules",
                   "limits", "prepost", "power", "noise", "sim", "options", "extra_options", "cores", "max_groups",
-                  "precisions", "transport", "board_costs")
+                  "precisions", "transport", "board_costs", "comm", "purpose")
+# What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
+# boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
+PURPOSES = ("pipeline", "layer-mapping")
+CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores")
+# Op kinds of the CPU cost model (dse.backends.sim.cpu_cost.cpu_kind)
+CPU_OP_KINDS = ("conv", "conv_1x1", "conv_depthwise", "conv_grouped", "gemm", "pool", "eltwise", "concat")
+COMM_MODELS = ("linear", "poly")
+TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
+SIZE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "KiB": 1024.0, "MiB": 1024.0 ** 2}
 
 
 @dataclass(frozen=True)
@@ -58,18 +67,75 @@ class PECost:
 
 
 @dataclass(frozen=True)
+class CpuCost:
+    """Cost of one CPU core type (see dse.backends.sim.cpu_cost): a layer on one core at the type's highest
+    frequency = launch + compute + memory passes, and its scaling over the k cores of a group,
+    ``t(k) = t(1) * fmax / f / (k * parallel_efficiency[k]) + sync_us * (k - 1) * kernels``."""
+
+    peak_gmacs: dict[str, float]              # per core at the highest frequency, per precision
+    bandwidth_gbs: float                      # per core, for the passes over inputs, weights and outputs
+    efficiency: dict[str, float]              # fraction of peak per MAC-carrying op kind
+    launch_us: dict[str, float]               # per layer of an op kind, on one core (missing kinds: 0)
+    out_passes: dict[str, float]              # passes over the output per op kind (col2im, ...; missing: 1)
+    parallel_efficiency: dict[int, float]     # k -> eff(k), for k = 1 .. cores of the largest cluster
+    sync_us: float = 0.0                      # per kernel and extra thread (002 Table 2's sync overhead)
+
+
+@dataclass(frozen=True)
+class NpuCost:
+    """An NPU costed from the CPU: ``t_npu = t_cpu(reference_cores) / speedup`` (002 L180)."""
+
+    speedup: float
+    reference_cores: int = 4
+
+
+@dataclass(frozen=True)
 class CostParams:
     gpu: PECost
     dla: PECost | None
     reformat_fixed_us: float = 0.0
     reformat_bandwidth_gbs: float = 10.0
     boundary_us: float = 0.0
+    cpu: dict[str, CpuCost] = field(default_factory=dict)   # per CPU core type (per-layer mapping)
+    npu: NpuCost | None = None
 
     def for_type(self, pe_type: str) -> PECost:
         cost = self.gpu if pe_type == "gpu" else self.dla
         if cost is None:
             raise DseError(f"this platform has no cost parameters for PE type {pe_type!r}")
         return cost
+
+
+@dataclass(frozen=True)
+class CpuCluster:
+    """Cores sharing one frequency (a big.LITTLE cluster): their ids, core type and DVFS table."""
+
+    name: str
+    cores: tuple[int, ...]
+    core_type: str
+    freq_mhz: tuple[float, ...]
+
+    @property
+    def max_freq_mhz(self) -> float:
+        return max(self.freq_mhz)
+
+
+@dataclass(frozen=True)
+class CommModel:
+    """Time to hand a tensor from one PE kind to another (see dse.backends.sim.cpu_cost.transfer_us).
+
+    ``linear``: ``fixed_us + bytes / bandwidth`` for any pair. ``poly`` (002 L170-176): polynomials of the
+    size (highest power first, in ``size_unit``, giving ``time_unit``): CPU->CPU = memcpy, accelerator->CPU =
+    map + memcpy, CPU->accelerator = map + memcpy + unmap."""
+
+    model: str = "linear"
+    bandwidth_gbs: float = 10.0
+    fixed_us: float = 0.0
+    memcpy: tuple[float, ...] = ()
+    map: tuple[float, ...] = ()
+    unmap: tuple[float, ...] = ()
+    time_unit: str = "us"
+    size_unit: str = "MB"
 
 
 @dataclass(frozen=True)
@@ -114,6 +180,7 @@ class Limits:
     max_buffers: int = 256                        # frames in flight
     max_threads: int | None = None                # pre- and post-processing threads each (None: 4 per CPU core)
     max_batch: int = 256
+    cpu_util_max: float = 1.0                     # average CPU utilization a per-layer mapping may use (002 L249)
 
     def threads(self, cpu_cores: int) -> int:
         return self.max_threads if self.max_threads is not None else 4 * max(1, cpu_cores)
@@ -176,12 +243,19 @@ class PrePost:
 
 @dataclass(frozen=True)
 class PowerModel:
-    """Board power = static + busy CPU cores + sum over PEs of dynamic * load * (f/fmax)^exponent."""
+    """Board power = static + busy CPU cores + sum over PEs of dynamic * load * (f/fmax)^exponent.
+
+    Per-layer mapping (002 L236: energy = busy time x power of the PE) uses per-PE busy/idle powers instead:
+    ``pe_busy_w``/``pe_idle_w`` per declared PE, ``cpu_busy_w``/``cpu_idle_w`` per core of a CPU core type."""
 
     static_w: float
     cpu_core_w: float
     pe_dynamic_w: dict[str, float]
     freq_exponent: float = 2.4
+    pe_busy_w: dict[str, float] = field(default_factory=dict)
+    pe_idle_w: dict[str, float] = field(default_factory=dict)
+    cpu_busy_w: dict[str, float] = field(default_factory=dict)
+    cpu_idle_w: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -269,6 +343,10 @@ class Platform:
     task_sigma: float = 0.0
     warmup_frames: int = 40
     max_sim_frames: int = 600
+    cpu_clusters: tuple[CpuCluster, ...] = ()
+    cpu_freq_by_active_cores: dict[int, float] = field(default_factory=dict)   # MHz by busy cores (hot-plug/governor)
+    comm: CommModel = field(default_factory=CommModel)
+    purpose: str = "pipeline"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def option(self, name: str) -> MappingOption:
@@ -299,8 +377,74 @@ class Platform:
                 out |= set(p.precisions)
         return out
 
+    # ---- per-layer mapping (seeds 002/004) -------------------------------------------------------------
+    @property
+    def big_cluster(self) -> CpuCluster | None:
+        """The cluster per-layer mapping splits into core groups: the fastest one (the big cores)."""
+        return _big(self.cpu_clusters)
+
+    def mapping_cores(self) -> int:
+        """Cores that per-layer mapping splits into groups: the big cluster's, else all CPU cores."""
+        big = self.big_cluster
+        return len(big.cores) if big else self.cpu_cores
+
+    def cpu_configs(self, max_groups: int = 4) -> list[tuple[int, ...]]:
+        """CPU configurations of per-layer mapping (002 Fig. 1): group sizes of the big cluster, e.g. 4 cores ->
+        (4), (3,1), (2,2), (2,1,1), (1,1,1,1)."""
+        from dse.runtime.cpu_groups import group_sizes
+
+        return group_sizes(self.mapping_cores(), max_groups)
+
+    def pe_kinds(self) -> list[str]:
+        """PE kinds of per-layer mapping: a group of k big cores ``cpuk``, then the accelerators."""
+        accel = [t for t in ("gpu", "npu", "dla") if any(p.type == t for p in self.pes.values())]
+        return [f"cpu{k}" for k in range(1, self.mapping_cores() + 1)] + accel
+
+    def parse_pe_kind(self, kind: str) -> tuple[str, int]:
+        """'cpu3' -> ('cpu', 3); 'gpu' -> ('gpu', 0); anything else names the valid kinds."""
+        valid = self.pe_kinds()
+        if kind not in valid:
+            raise choices_error(f"PE kind of platform {self.name}", kind, valid)
+        return ("cpu", int(kind[3:])) if kind.startswith("cpu") else (kind, 0)
+
+    def cpu_freq_mhz_at(self, active_cores: int) -> float:
+        """Big-core frequency while ``active_cores`` of them are busy (governor + hot-plug table), else the
+        highest frequency of the big cluster (no DVFS policy, as on HiKey970)."""
+        if self.cpu_freq_by_active_cores:
+            if active_cores not in self.cpu_freq_by_active_cores:
+                raise choices_error(f"number of active cores of platform {self.name}", active_cores,
+                                    self.cpu_freq_by_active_cores)
+            return self.cpu_freq_by_active_cores[active_cores]
+        big = self.big_cluster
+        if big is not None:
+            return big.max_freq_mhz
+        if self.cpu_freq_mhz:
+            return max(self.cpu_freq_mhz)
+        raise DseError(f"platform {self.name} declares no CPU frequencies (cpu.clusters or cpu.freq_mhz)")
+
+    def pe_power_w(self, kind: str) -> tuple[float, float]:
+        """(P_busy, P_idle) in W of a PE kind: a k-core group = k x the big core type's per-core power; an
+        accelerator kind = its PE's busy/idle power (002 L180, L236)."""
+        if self.power is None:
+            raise DseError(f"platform {self.name} has no power section")
+        pe_type, k = self.parse_pe_kind(kind)
+        if pe_type == "cpu":
+            core_type = self.big_cluster.core_type if self.big_cluster else ""
+            busy, idle = self.power.cpu_busy_w.get(core_type), self.power.cpu_idle_w.get(core_type, 0.0)
+            if busy is None:
+                raise DseError(f"platform {self.name}: power.cpu has no busy_w for core type {core_type!r}")
+            return k * busy, k * idle
+        pe = next(p for p in self.pes.values() if p.type == pe_type)
+        if pe.name not in self.power.pe_busy_w:
+            raise DseError(f"platform {self.name}: power.pe.{pe.name} has no busy_w")
+        return self.power.pe_busy_w[pe.name], self.power.pe_idle_w.get(pe.name, 0.0)
+
     def require_model(self, backend: str) -> None:
         """Refuse, naming the missing parts, when the profile lacks what a virtual board simulates."""
+        if self.purpose == "layer-mapping":
+            raise DseError(f"platform {self.name} is a per-layer-mapping board (purpose: layer-mapping; seeds "
+                           f"002/004: CPU core groups, GPU, NPU costed per layer); the pipeline DSE ({backend!r} "
+                           f"backend) needs a pipeline board such as xavier-agx-sim")
         missing = [k for k in ("cost", "prepost", "power") if getattr(self, k) is None]
         if missing:
             raise DseError(f"platform {self.name} has no {', '.join(missing)} section(s): the {backend!r} backend "
@@ -322,6 +466,30 @@ def _req(d: Mapping, key: str, where: str):
     return d[key]
 
 
+def _number(value, where: str, low: float = 0.0, high: float | None = None, strict: bool = True) -> float:
+    """A float in (low, high] (or [low, high] with strict=False), else an error naming the value and the range."""
+    try:
+        x = float(value)
+        if isinstance(value, bool):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise DseError(f"{where} must be a number, got {value!r}") from None
+    if (x <= low if strict else x < low) or (high is not None and x > high):
+        bounds = f"{'(' if strict else '['}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
+        raise DseError(f"{where} must be in {bounds}, got {value!r}")
+    return x
+
+
+def _table(d, where: str, valid=None, **bounds) -> dict[str, float]:
+    """A {key: number} mapping whose keys are in ``valid`` (when given)."""
+    if not isinstance(d, Mapping):
+        raise DseError(f"{where} must be a mapping such as {{conv: 0.5}}, got {d!r}")
+    for k in d:
+        if valid is not None and str(k) not in valid:
+            raise choices_error(f"key of {where}", k, valid)
+    return {str(k): _number(v, f"{where}.{k}", **bounds) for k, v in d.items()}
+
+
 def _pe_cost(d: Mapping, where: str) -> PECost:
     return PECost(
         peak_gmacs={str(k): float(v) for k, v in _req(d, "peak_gmacs", where).items()},
@@ -339,19 +507,152 @@ def _pe_cost(d: Mapping, where: str) -> PECost:
     )
 
 
-def _cost(d: Mapping, where: str, has_dla: bool) -> CostParams | None:
+CPU_COST_KEYS = ("peak_gmacs", "bandwidth_gbs", "efficiency", "launch_us", "out_passes", "parallel_efficiency",
+                 "sync_us")
+
+
+def _cpu_cost(d: Mapping, where: str, max_cores: int) -> CpuCost:
+    if not isinstance(d, Mapping):
+        raise DseError(f"{where} must be a mapping with keys {', '.join(CPU_COST_KEYS)}, got {d!r}")
+    unknown = sorted(set(map(str, d)) - set(CPU_COST_KEYS))
+    if unknown:
+        raise choices_error(f"key of {where}", unknown[0], CPU_COST_KEYS)
+    par = d.get("parallel_efficiency") or {1: 1.0}
+    if not isinstance(par, Mapping):
+        raise DseError(f"{where}.parallel_efficiency must map core counts to efficiencies, got {par!r}")
+    parallel = {}
+    for k, v in par.items():
+        if not str(k).isdigit() or not 1 <= int(k) <= max_cores:
+            raise DseError(f"{where}.parallel_efficiency: core count {k!r} must be in 1..{max_cores}")
+        parallel[int(k)] = _number(v, f"{where}.parallel_efficiency.{k}", high=1.0)
+    missing = sorted(set(range(1, max_cores + 1)) - set(parallel))
+    if missing:
+        raise DseError(f"{where}.parallel_efficiency lacks core counts {missing} (needs 1..{max_cores})")
+    return CpuCost(peak_gmacs=_table(_req(d, "peak_gmacs", where), f"{where}.peak_gmacs", ("fp32", "fp16", "int8")),
+                   bandwidth_gbs=_number(_req(d, "bandwidth_gbs", where), f"{where}.bandwidth_gbs"),
+                   efficiency=_table(_req(d, "efficiency", where), f"{where}.efficiency", CPU_OP_KINDS, high=1.0),
+                   launch_us=_table(d.get("launch_us") or {}, f"{where}.launch_us", CPU_OP_KINDS, strict=False),
+                   out_passes=_table(d.get("out_passes") or {}, f"{where}.out_passes", CPU_OP_KINDS, strict=False),
+                   parallel_efficiency=parallel,
+                   sync_us=_number(d.get("sync_us", 0.0), f"{where}.sync_us", strict=False))
+
+
+def _cost(d: Mapping, where: str, has_dla: bool, core_types: set[str], max_cores: int) -> CostParams | None:
     cd = d.get("cost")
     if not cd:
         return None
     ref = cd.get("reformat", {}) or {}
+    cpu = cd.get("cpu") or {}
+    if not isinstance(cpu, Mapping):
+        raise DseError(f"{where} cost.cpu must map core types to their cost, got {cpu!r}")
+    for core_type in cpu:
+        if str(core_type) not in core_types:
+            raise choices_error(f"core type in {where} cost.cpu (declare it in cpu.clusters)", core_type,
+                                core_types)
+    npu = cd.get("npu")
+    if npu is not None and not isinstance(npu, Mapping):
+        raise DseError(f"{where} cost.npu must be a mapping such as {{speedup: 6.5, reference_cores: 4}}")
+    if npu is not None:
+        npu = NpuCost(speedup=_number(_req(npu, "speedup", f"{where} cost.npu"), f"{where} cost.npu.speedup"),
+                      reference_cores=int(_number(npu.get("reference_cores", 4), f"{where} cost.npu.reference_cores")))
     cost = CostParams(gpu=_pe_cost(_req(cd, "gpu", f"{where} cost"), f"{where} cost.gpu"),
                       dla=_pe_cost(cd["dla"], f"{where} cost.dla") if cd.get("dla") else None,
                       reformat_fixed_us=float(ref.get("fixed_us", 0.0)),
                       reformat_bandwidth_gbs=float(ref.get("bandwidth_gbs", 10.0)),
-                      boundary_us=float(cd.get("boundary_us", 0.0)))
+                      boundary_us=float(cd.get("boundary_us", 0.0)),
+                      cpu={str(k): _cpu_cost(v, f"{where} cost.cpu.{k}", max_cores) for k, v in cpu.items()},
+                      npu=npu)
     if has_dla and cost.dla is None:
         raise DseError(f"{where}: declares DLA PEs but no cost.dla parameters")
     return cost
+
+
+def _clusters(cpu: Mapping, where: str) -> tuple[CpuCluster, ...]:
+    out, seen = [], set()
+    for i, cd in enumerate(cpu.get("clusters") or ()):
+        w = f"{where} cpu.clusters[{i}]"
+        if not isinstance(cd, Mapping):
+            raise DseError(f"{w} must be a mapping with name, cores, core_type, freq_mhz, got {cd!r}")
+        unknown = sorted(set(map(str, cd)) - {"name", "cores", "core_type", "freq_mhz"})
+        if unknown:
+            raise choices_error(f"key of {w}", unknown[0], ("name", "cores", "core_type", "freq_mhz"))
+        cores = tuple(int(_number(c, f"{w}.cores", strict=False)) for c in _req(cd, "cores", w))
+        freqs = tuple(_number(f, f"{w}.freq_mhz") for f in _req(cd, "freq_mhz", w))
+        if not cores or not freqs:
+            raise DseError(f"{w}: needs at least one core and one frequency")
+        if seen & set(cores):
+            raise DseError(f"{w}: cores {sorted(seen & set(cores))} already belong to another cluster")
+        seen |= set(cores)
+        out.append(CpuCluster(name=str(_req(cd, "name", w)), cores=cores, core_type=str(_req(cd, "core_type", w)),
+                              freq_mhz=freqs))
+    return tuple(out)
+
+
+def _big(clusters: tuple[CpuCluster, ...]) -> CpuCluster | None:
+    return max(clusters, key=lambda c: (c.max_freq_mhz, len(c.cores))) if clusters else None
+
+
+def _freq_by_active_cores(cpu: Mapping, where: str, clusters: tuple[CpuCluster, ...]) -> dict[int, float]:
+    table = cpu.get("freq_by_active_cores") or {}
+    if not table:
+        return {}
+    if not isinstance(table, Mapping):
+        raise DseError(f"{where} cpu.freq_by_active_cores must map busy cores to MHz, got {table!r}")
+    if not clusters:
+        raise DseError(f"{where}: cpu.freq_by_active_cores needs cpu.clusters (it is the big cluster's table)")
+    big = _big(clusters)
+    out = {}
+    for k, f in table.items():
+        if not str(k).isdigit() or not 1 <= int(k) <= len(big.cores):
+            raise DseError(f"{where} cpu.freq_by_active_cores: {k!r} busy cores; valid: 1..{len(big.cores)} "
+                           f"(cores of cluster {big.name})")
+        f = _number(f, f"{where} cpu.freq_by_active_cores.{k}")
+        if not min(big.freq_mhz) <= f <= big.max_freq_mhz:
+            raise DseError(f"{where} cpu.freq_by_active_cores.{k} = {f:g} MHz is outside cluster {big.name}'s "
+                           f"frequencies {min(big.freq_mhz):g}..{big.max_freq_mhz:g} MHz")
+        out[int(k)] = f
+    missing = sorted(set(range(1, len(big.cores) + 1)) - set(out))
+    if missing:
+        raise DseError(f"{where} cpu.freq_by_active_cores lacks {missing} busy cores (needs 1..{len(big.cores)})")
+    return out
+
+
+COMM_KEYS = ("model", "bandwidth_gbs", "fixed_us", "memcpy", "map", "unmap", "units")
+
+
+def _comm(d: Mapping, where: str, cost: CostParams | None) -> CommModel:
+    """The ``comm`` section; without one, the linear model with the sim's GPU<->DLA reformat terms."""
+    cd = d.get("comm")
+    if not cd:
+        if cost is None:
+            return CommModel()
+        return CommModel(bandwidth_gbs=cost.reformat_bandwidth_gbs, fixed_us=cost.reformat_fixed_us)
+    w = f"{where} comm"
+    unknown = sorted(set(map(str, cd)) - set(COMM_KEYS))
+    if unknown:
+        raise choices_error(f"key of {w}", unknown[0], COMM_KEYS)
+    model = str(cd.get("model", "linear"))
+    if model not in COMM_MODELS:
+        raise choices_error(f"{w}.model", model, COMM_MODELS)
+    if model == "linear":
+        return CommModel(bandwidth_gbs=_number(_req(cd, "bandwidth_gbs", w), f"{w}.bandwidth_gbs"),
+                         fixed_us=_number(cd.get("fixed_us", 0.0), f"{w}.fixed_us", strict=False))
+    units = cd.get("units") or {}
+    time_unit, size_unit = str(units.get("time", "us")), str(units.get("size", "MB"))
+    if time_unit not in TIME_UNITS:
+        raise choices_error(f"{w}.units.time", time_unit, TIME_UNITS)
+    if size_unit not in SIZE_UNITS:
+        raise choices_error(f"{w}.units.size", size_unit, SIZE_UNITS)
+
+    def poly(key: str) -> tuple[float, ...]:
+        coeffs = _req(cd, key, w)
+        if not isinstance(coeffs, (list, tuple)) or not coeffs:
+            raise DseError(f"{w}.{key} must be a list of polynomial coefficients (highest power first), "
+                           f"got {coeffs!r}")
+        return tuple(_number(c, f"{w}.{key}", low=float("-inf")) for c in coeffs)
+
+    return CommModel(model="poly", memcpy=poly("memcpy"), map=poly("map"), unmap=poly("unmap"),
+                     time_unit=time_unit, size_unit=size_unit)
 
 
 def _prepost(d: Mapping, where: str) -> PrePost | None:
@@ -369,16 +670,28 @@ def _prepost(d: Mapping, where: str) -> PrePost | None:
                    reference_size=int(pp.get("reference_size", 416)))
 
 
-def _power(d: Mapping, where: str, pes: Mapping[str, PE]) -> PowerModel | None:
+def _power(d: Mapping, where: str, pes: Mapping[str, PE], core_types: set[str]) -> PowerModel | None:
     pw = d.get("power")
     if not pw:
         return None
-    pe_dyn = {str(k): float(v.get("dynamic_w", 0.0)) for k, v in (pw.get("pe") or {}).items()}
+    pe_section = pw.get("pe") or {}
+    pe_dyn = {str(k): float(v.get("dynamic_w", 0.0)) for k, v in pe_section.items()}
     for k in pe_dyn:
         if k not in pes:
             raise choices_error(f"PE in power.pe of {where}", k, pes)
+    cpu = pw.get("cpu") or {}
+    for k in cpu:
+        if str(k) not in core_types:
+            raise choices_error(f"core type in power.cpu of {where}", k, core_types)
+
+    def watts(section: Mapping, key: str, what: str) -> dict[str, float]:
+        return {str(k): _number(v[key], f"{where} power.{what}.{k}.{key}", strict=False)
+                for k, v in section.items() if v.get(key) is not None}
+
     return PowerModel(static_w=float(pw.get("static_w", 0.0)), cpu_core_w=float(pw.get("cpu_core_w", 0.0)),
-                      pe_dynamic_w=pe_dyn, freq_exponent=float(pw.get("freq_exponent", 2.4)))
+                      pe_dynamic_w=pe_dyn, freq_exponent=float(pw.get("freq_exponent", 2.4)),
+                      pe_busy_w=watts(pe_section, "busy_w", "pe"), pe_idle_w=watts(pe_section, "idle_w", "pe"),
+                      cpu_busy_w=watts(cpu, "busy_w", "cpu"), cpu_idle_w=watts(cpu, "idle_w", "cpu"))
 
 
 def _board_costs(d: Mapping, where: str) -> BoardCosts:
@@ -406,8 +719,12 @@ def _limits(d: Mapping, where: str, toolkit_version: str) -> Limits:
                     max_stages=ld.get("max_stages", default.max_stages),
                     max_buffers=ld.get("max_buffers", default.max_buffers),
                     max_threads=ld.get("max_threads", default.max_threads),
-                    max_batch=ld.get("max_batch", default.max_batch))
+                    max_batch=ld.get("max_batch", default.max_batch),
+                    cpu_util_max=_number(ld.get("cpu_util_max", default.cpu_util_max), f"{where}: limits.cpu_util_max",
+                                         high=1.0))
     for name in Limits.__dataclass_fields__:
+        if name == "cpu_util_max":
+            continue
         value = getattr(limits, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise DseError(f"{where}: limits.{name} must be a positive integer (or null), got {value!r}")
@@ -436,7 +753,10 @@ def _stage(sd: Mapping, pes: dict[str, PE], where: str, n_stages: int, precision
         raise DseError(f"{where}: a stage is a mapping such as {{pe_type: GPU}}, {{pe_type: DLA, core: 0}} or "
                        f"{{pe_type: CPU, cores: [0, 1]}} (two core lists for PND: cores: [[0], [1]]), got {sd!r}")
     ptype = str(_req(sd, "pe_type", where)).lower()
-    if ptype not in PE_TYPES:
+    if ptype not in ("gpu", "dla", "cpu"):
+        if ptype == "npu":
+            raise DseError(f"{where}: an NPU takes part in per-layer mapping only (seeds 002/004), not in a "
+                           f"pipeline stage; valid stage pe_types: GPU, DLA, CPU")
         raise choices_error(f"pe_type of {where}", ptype, ("GPU", "DLA", "CPU"))
     of_type = [p for p in pes.values() if p.type == ptype]
     dlas = sorted((p for p in pes.values() if p.type == "dla"), key=lambda p: p.core or 0)
@@ -557,19 +877,35 @@ def platform_from_dict(d: Mapping) -> Platform:
         raise DseError(f"{where}: declares DLA PEs but no dla_rules")
     toolkit = str(d.get("toolkit_version", "unknown"))
     cpu = d.get("cpu", {}) or {}
+    unknown_cpu = sorted(set(map(str, cpu)) - set(CPU_KEYS))
+    if unknown_cpu:
+        raise choices_error(f"key of {where} cpu", unknown_cpu[0], CPU_KEYS)
     cpu_pes = [p for p in pes.values() if p.type == "cpu"]
+    clusters = _clusters(cpu, where)
+    core_types = {c.core_type for c in clusters}
+    cpu_cores = int(cpu.get("cores", len({c for p in cpu_pes for c in p.cores}) or 1))
+    if clusters and sum(len(c.cores) for c in clusters) != cpu_cores:
+        raise DseError(f"{where}: cpu.clusters hold {sum(len(c.cores) for c in clusters)} cores but cpu.cores "
+                       f"is {cpu_cores}")
+    max_cores = max((len(c.cores) for c in clusters), default=cpu_cores)
+    cost = _cost(d, where, has_dla, core_types, max_cores)
+    if any(p.type == "npu" for p in pes.values()) and (cost is None or cost.npu is None):
+        raise DseError(f"{where}: declares an NPU PE but no cost.npu (e.g. {{speedup: 6.5, reference_cores: 4}})")
+    purpose = str(d.get("purpose", "pipeline"))
+    if purpose not in PURPOSES:
+        raise choices_error(f"purpose of {where}", purpose, PURPOSES)
     noise = d.get("noise", {}) or {}
     sim = d.get("sim", {}) or {}
     return Platform(
         name=name, backend=str(d.get("backend", "sim")), board_model=str(d.get("board_model", name)),
         toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, toolkit),
-        cpu_cores=int(cpu.get("cores", len({c for p in cpu_pes for c in p.cores}) or 1)),
-        cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
-        cpu_contention=float(cpu.get("contention", 0.0)), dla_rules=rules, cost=_cost(d, where, has_dla),
-        prepost=_prepost(d, where), power=_power(d, where, pes), board_costs=_board_costs(d, where),
+        cpu_cores=cpu_cores, cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
+        cpu_contention=float(cpu.get("contention", 0.0)), dla_rules=rules, cost=cost,
+        prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
         warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),
-        raw=dict(d))
+        cpu_clusters=clusters, cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
+        comm=_comm(d, where, cost), purpose=purpose, raw=dict(d))
 
 
 def load_platform(source: Any) -> Platform:

@@ -34,7 +34,8 @@ def test_zoo_table_lists_the_thesis_networks_and_tiny_ones():
     assert THESIS == ["yolov2", "yolov2-tiny", "yolov3", "yolov3-tiny", "yolov4", "yolov4-tiny", "yolov4-csp",
                       "cspnet", "densenet-yolo"]
     assert {"tiny-chain", "tiny-residual", "tiny-detector"} <= set(list_networks())
-    assert list_networks(include_tiny=False) == THESIS
+    assert list_networks(family="thesis") == THESIS
+    assert set(list_networks(include_tiny=False)) == set(THESIS) | set(list_networks(family="layermap"))
     assert ZOO["yolov4-csp"].preprocess == "letterbox"
     assert {ZOO[n].preprocess for n in THESIS if n != "yolov4-csp"} == {"resize"}
     for name in list_networks():

@@ -1,4 +1,5 @@
-"""The network zoo: the thesis' nine detectors (Table 3.3) plus tiny networks for fast tests."""
+"""The network zoo: the thesis' nine detectors (Table 3.3), the classifiers of the per-layer-mapping seeds
+(002 Kang et al., 004 Ha et al.), plus tiny networks for fast tests."""
 from __future__ import annotations
 
 import os
@@ -13,9 +14,13 @@ from dse.store.atomic import write_bytes_atomic
 from dse.zoo.darknet import convert, count_nodes
 
 
+FAMILIES = ("thesis", "layermap", "test")
+
+
 @dataclass(frozen=True)
 class ZooEntry:
-    """One zoo network: `layers` is the thesis' layer count (None for the tiny test networks)."""
+    """One zoo network: `layers` is the thesis' layer count (None outside the thesis); `family` says where it
+    comes from: the thesis (Table 3.3), the per-layer-mapping seeds 002/004 (L245), or the tiny test networks."""
 
     name: str
     label: str
@@ -23,6 +28,7 @@ class ZooEntry:
     input_size: int
     preprocess: str  # "resize" or "letterbox" (how images are brought to input_size)
     layers: int | None
+    family: str = "thesis"
 
 
 ZOO: dict[str, ZooEntry] = {e.name: e for e in (
@@ -35,15 +41,28 @@ ZOO: dict[str, ZooEntry] = {e.name: e for e in (
     ZooEntry("yolov4-csp", "Y4c", "Scaled-YOLOv4 CSP: CSPDarknet-53 + SPPCSP + CSP-PANet", 416, "letterbox", 290),
     ZooEntry("cspnet", "CN", "CSPResNeXt-50 (grouped convs) + SPP + FPN, long stride-8 route", 416, "resize", 228),
     ZooEntry("densenet-yolo", "DY", "DenseNet-201 backbone + YOLO region head", 416, "resize", 508),
-    ZooEntry("tiny-chain", "Tc", "test net: conv+relu+maxpool chain", 64, "resize", None),
-    ZooEntry("tiny-residual", "Tr", "test net: shortcuts + a long skip route", 64, "resize", None),
-    ZooEntry("tiny-detector", "Td", "test net: 2 yolo outputs, upsample + concat", 64, "resize", None),
+    # the benchmarks of Kang et al. 2020 (002 L245) and Ha et al. 2018 (004 L420-428), 1000-class ImageNet at 224
+    ZooEntry("mobilenet-v1", "MN1", "MobileNet v1: 13 depthwise-separable blocks, ReLU", 224, "resize", None,
+             "layermap"),
+    ZooEntry("mobilenet-v2", "MN2", "MobileNet v2: 17 inverted-residual bottlenecks, ReLU6", 224, "resize", None,
+             "layermap"),
+    ZooEntry("squeezenet", "SQ", "SqueezeNet v1.1: 8 fire modules (squeeze, expand 1x1 | 3x3, concat)", 224,
+             "resize", None, "layermap"),
+    ZooEntry("densenet-40", "DN", "DenseNet-40 (CIFAR, k=32 as in 002 L245): 3 dense blocks of 12 layers", 32,
+             "resize", None, "layermap"),
+    ZooEntry("densenet-40-k12", "DN12", "DenseNet-40 (CIFAR, k=12 as in the DenseNet paper)", 32, "resize", None,
+             "layermap"),
+    ZooEntry("tiny-chain", "Tc", "test net: conv+relu+maxpool chain", 64, "resize", None, "test"),
+    ZooEntry("tiny-residual", "Tr", "test net: shortcuts + a long skip route", 64, "resize", None, "test"),
+    ZooEntry("tiny-detector", "Td", "test net: 2 yolo outputs, upsample + concat", 64, "resize", None, "test"),
 )}
 
 
-def list_networks(include_tiny: bool = True) -> list[str]:
-    """Zoo names in table order (thesis networks first)."""
-    return [n for n, e in ZOO.items() if include_tiny or e.layers is not None]
+def list_networks(include_tiny: bool = True, family: str | None = None) -> list[str]:
+    """Zoo names in table order (thesis networks first), optionally of one family (thesis, layermap, test)."""
+    if family is not None and family not in FAMILIES:
+        raise choices_error("zoo family", family, FAMILIES)
+    return [n for n, e in ZOO.items() if (include_tiny or e.family != "test") and family in (None, e.family)]
 
 
 def cfg_path(name: str) -> Path:
