@@ -189,3 +189,12 @@ def test_bad_inputs_name_the_value_and_the_choices():
         run_layer_ga(model, objectives="period+energy")
     with pytest.raises(LayerMapError, match="pop"):
         preset("kang2020", pop=3)
+
+
+def test_missing_pulp_names_the_extra(monkeypatch):
+    import sys
+
+    g, prof = random_graph(4, 0)
+    monkeypatch.setitem(sys.modules, "pulp", None)
+    with pytest.raises(LayerMapError, match=r"dse\[ilp\]"):
+        solve_ilp(AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"])))
