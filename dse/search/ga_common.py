@@ -64,6 +64,16 @@ def deap_types():
     return creator.DseFitnessMax, creator.DseIndividual
 
 
+def min_types(n_obj: int = 1):
+    """Fitness/individual types minimizing ``n_obj`` objectives (weights -1 each), created once per process."""
+    fit, ind = f"DseFitnessMin{n_obj}", f"DseIndividualMin{n_obj}"
+    if not hasattr(creator, fit):
+        creator.create(fit, base.Fitness, weights=(-1.0,) * n_obj)
+    if not hasattr(creator, ind):
+        creator.create(ind, list, fitness=getattr(creator, fit))
+    return getattr(creator, fit), getattr(creator, ind)
+
+
 def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSettings, main_pe: str) -> int:
     """Largest stream count the GAs try for a stage: the maximizer's for the main PE, twice the DLA default per
     PE of any other stage."""
@@ -88,38 +98,101 @@ class GAResult:
                 "history": self.history}
 
 
-def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1) -> tuple[list, list[float]]:
+def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1, *, budget: int | None = None,
+           hook: Callable | None = None, log: dict | None = None) -> tuple[list, list[float]]:
     """DEAP's generational loop (select, ``varAnd``, evaluate the changed individuals: what ``eaSimple``
     does) under a seeded global ``random`` (DEAP draws from it), ending early after ``ga.stall``
-    generations without improvement. Returns the hall of fame (the ``keep`` best individuals ever seen)
-    and the best fitness per generation."""
+    generations without improvement or once ``budget`` fitness evaluations are spent. ``hook(pop, hof)``
+    runs after each generation (a memetic local search). Returns the hall of fame (the ``keep`` best
+    individuals ever seen) and the best fitness per generation; ``log`` receives evaluations/generations."""
     state = random.getstate()
     random.seed(f"{ga.seed}:{salt}")
     try:
         pop = toolbox.population(n=ga.population)
         hof = tools.HallOfFame(keep)
-        _evaluate(toolbox, pop)
+        spent = _evaluate(toolbox, pop)
+        if hook is not None:
+            hook(pop, hof)
         hof.update(pop)
         history = [hof[0].fitness.values[0]]
-        since = 0
-        for _ in range(ga.generations):
+        since, gens = 0, 0
+        better = (lambda a, b: a > b) if hof[0].fitness.weights[0] > 0 else (lambda a, b: a < b)
+        while gens < ga.generations and (budget is None or spent < budget):
             pop = algorithms.varAnd(toolbox.select(pop, len(pop)), toolbox, ga.cxpb, ga.mutpb)
-            _evaluate(toolbox, pop)
+            spent += _evaluate(toolbox, pop)
+            if hook is not None:
+                hook(pop, hof)
             hof.update(pop)
+            gens += 1
             best = hof[0].fitness.values[0]
-            since = since + 1 if best <= history[-1] else 0
+            since = 0 if better(best, history[-1]) else since + 1
             history.append(best)
             if ga.stall and since >= ga.stall:
                 break
     finally:
         random.setstate(state)
+    if log is not None:
+        log.update(evaluations=spent, generations=gens)
     return hof, [float(h) for h in history]
 
 
-def _evaluate(toolbox: base.Toolbox, pop: list) -> None:
-    for ind in pop:
-        if not ind.fitness.valid:
-            ind.fitness.values = toolbox.evaluate(ind)
+def _evaluate(toolbox: base.Toolbox, pop: list) -> int:
+    """Fitness of the individuals without one: one ``evaluate_batch(list)`` call when the toolbox has it
+    (a vectorized evaluator), else ``evaluate`` per individual. Returns how many were evaluated."""
+    todo = [ind for ind in pop if not ind.fitness.valid]
+    if todo and hasattr(toolbox, "evaluate_batch"):
+        for ind, values in zip(todo, toolbox.evaluate_batch(todo)):
+            ind.fitness.values = values
+        return len(todo)
+    for ind in todo:
+        ind.fitness.values = toolbox.evaluate(ind)
+    return len(todo)
+
+
+def run_moea(toolbox: base.Toolbox, ga: GASettings, salt: str, selector: str = "spea2", *,
+             budget: int | None = None, ref: Sequence[float] | None = None, log: dict | None = None):
+    """Multi-objective (mu + lambda) loop, mu = lambda = ``ga.population``: offspring by ``varAnd`` on random
+    parents (the rates may sum above 1, which ``varOr`` forbids), then ``selSPEA2`` or ``selNSGA2(nd="log")``
+    on parents + offspring. Returns the Pareto archive (``tools.ParetoFront``) and the 2-D hypervolume of the
+    archive per generation (reference point ``ref``, default 1.1 x the worst initial values)."""
+    selectors = {"spea2": tools.selSPEA2, "nsga2": lambda p, k: tools.selNSGA2(p, k, nd="log")}
+    if selector not in selectors:
+        raise DseError(f"unknown MOEA selector {selector!r}; valid choices: {', '.join(selectors)}")
+    select = selectors[selector]
+    state = random.getstate()
+    random.seed(f"{ga.seed}:{salt}")
+    try:
+        pop = toolbox.population(n=ga.population)
+        spent = _evaluate(toolbox, pop)
+        front = tools.ParetoFront()
+        front.update(pop)
+        if ref is None:
+            ref = [1.1 * max(ind.fitness.values[k] for ind in pop) for k in range(2)]
+        history = [hypervolume_2d([i.fitness.values for i in front], ref)]
+        gens = 0
+        while gens < ga.generations and (budget is None or spent < budget):
+            kids = algorithms.varAnd(tools.selRandom(pop, ga.population), toolbox, ga.cxpb, ga.mutpb)
+            spent += _evaluate(toolbox, kids)
+            pop = select(pop + kids, ga.population)
+            front.update(pop)
+            gens += 1
+            history.append(hypervolume_2d([i.fitness.values for i in front], ref))
+    finally:
+        random.setstate(state)
+    if log is not None:
+        log.update(evaluations=spent, generations=gens, ref=list(ref))
+    return front, history
+
+
+def hypervolume_2d(points: Sequence[Sequence[float]], ref: Sequence[float]) -> float:
+    """Area dominated by ``points`` (both objectives minimized) inside the box up to ``ref``: exact sweep."""
+    pts = sorted((float(a), float(b)) for a, b in points if a < ref[0] and b < ref[1])
+    area, y_prev = 0.0, float(ref[1])
+    for x, y in pts:
+        if y < y_prev:
+            area += (ref[0] - x) * (y_prev - y)
+            y_prev = y
+    return area
 
 
 def int_vector_toolbox(lows: Sequence[int], highs: Sequence[int], evaluate: Callable, ga: GASettings,

@@ -1,0 +1,294 @@
+"""The ILP baselines of 002 (Sec. V-A "task clustering", Eqs. 1-8, spec 3.3) and 004 (L272-410, spec 4.2) on an
+AnalyticModel's data, minimizing the period.
+
+Both papers solve the same problem as the GA, restricted to "clustered" mappings (each PE runs one connected
+group of tasks), so an exact optimum on that subset is the GA's reference. The objective is built from the
+model's own arrays (E, C, charge, cores, U_max in ``stretch`` form), so the ILP's Z equals
+``model.evaluate(mapping).period``. Transfers are linearized per edge and PE pair (``y >= M_i^j + M_l^k - 1``,
+y continuous: a product on the "<=" side of a min objective); dep/Pipe/W are exact AND/OR linearizations,
+continuous because they are integral whenever M is.
+
+Variants: ``formulation="kang2020"`` (002 Eq. 4, one cluster per PE, the PE of the first and last task may
+hold two) or ``"ha2018"`` (004 c. 5, sum of all cluster starts = max(3, #PE)); ``clusters="exact"`` (the
+papers' "= 1": every PE used), ``"at_most"`` ("<= 1") or None (no cluster rule: the unrestricted problem);
+``linear=True`` adds "PE id non-decreasing along the task order" (a pipeline with stage order = PE order,
+the cut-tuple model of ``chain_dp``); ``timing=True`` adds the one-frame schedule (Eqs. 5-6), which does not
+change the objective. PuLP is an optional dependency (extra ``ilp``).
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dse.layermap.errors import LayerMapError
+from dse.layermap.evaluate import AnalyticModel
+
+SOLVERS = ("highs", "cbc")
+FORMULATIONS = ("kang2020", "ha2018")
+CLUSTER_MODES = ("exact", "at_most", None)
+GAP_REL = 1e-7   # "optimal" means optimal: the solvers' default 1e-4 would let a GA beat the ILP by noise
+
+
+@dataclass(frozen=True)
+class IlpResult:
+    """``status``: "optimal", "time limit" (a feasible mapping, gap > 0 possible), "infeasible" or "no solution";
+    ``objective`` and ``bound`` in us (the period), ``gap`` = (objective - bound) / objective."""
+
+    status: str
+    objective: float
+    bound: float
+    gap: float
+    seconds: float
+    solver: str
+    mapping: np.ndarray | None
+    n_vars: int = 0
+    n_constraints: int = 0
+    options: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "objective": self.objective, "bound": self.bound, "gap": self.gap,
+                "seconds": self.seconds, "solver": self.solver, "n_vars": self.n_vars,
+                "n_constraints": self.n_constraints, "options": self.options,
+                "mapping": None if self.mapping is None else self.mapping.tolist()}
+
+
+def _pulp():
+    try:
+        import pulp
+    except ImportError:
+        raise LayerMapError("the layer-mapping ILP needs PuLP: pip install 'dse[ilp]' (pulp, highspy)") from None
+    return pulp
+
+
+def _solver(pulp, name: str, time_limit: float, msg: bool, log: str):
+    """The PuLP solver for ``name``; HiGHS falls back to CBC when highspy is missing."""
+    if name not in SOLVERS:
+        raise LayerMapError(f"unknown ILP solver {name!r}; valid choices: {', '.join(SOLVERS)}")
+    if name == "highs":
+        s = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=GAP_REL)
+        if s.available():
+            return "highs", s
+    s = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, logPath=log, gapRel=GAP_REL)
+    if not s.available():
+        raise LayerMapError("no ILP solver available: install highspy (pip install 'dse[ilp]') or PuLP's CBC")
+    return "cbc", s
+
+
+def solve_ilp(model: AnalyticModel, *, formulation: str = "kang2020", clusters: str | None = "exact",
+              linear: bool = False, timing: bool = False, solver: str = "highs", time_limit: float = 60.0,
+              msg: bool = False) -> IlpResult:
+    """Minimize the period of ``model`` over clustered mappings (see the module doc); HiGHS by default."""
+    with warnings.catch_warnings():   # PuLP 3.x announces its 4.0 API on every variable; 2.8 has no other
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg)
+
+
+def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg) -> IlpResult:
+    pulp = _pulp()
+    if formulation not in FORMULATIONS:
+        raise LayerMapError(f"unknown ILP formulation {formulation!r}; valid choices: {', '.join(FORMULATIONS)}")
+    if clusters not in CLUSTER_MODES:
+        raise LayerMapError(f"unknown cluster mode {clusters!r}; valid choices: exact, at_most, None")
+    if solver not in SOLVERS:
+        raise LayerMapError(f"unknown ILP solver {solver!r}; valid choices: {', '.join(SOLVERS)}")
+    if not time_limit or time_limit <= 0:
+        raise LayerMapError(f"ILP time limit must be > 0 seconds, got {time_limit}")
+    if model.u_max is not None and model.cap_mode != "stretch":
+        raise LayerMapError(f"the ILP needs the linear cap mode 'stretch', the model has {model.cap_mode!r}")
+    if model.dedupe:
+        raise LayerMapError("the ILP charges every edge (dedupe=False); the model has dedupe=True")
+    g, E, C, n, P = model.graph, model.E, model.C, model.n, model.P
+    ok = np.isfinite(E)
+    if not ok.any(axis=1).all():
+        t = int(np.flatnonzero(~ok.any(axis=1))[0])
+        raise LayerMapError(f"task {t} ({g.names[t]}) runs on no PE of {model.pes.describe()}")
+
+    prob = pulp.LpProblem("layermap", pulp.LpMinimize)
+    B, Cn = pulp.LpVariable, pulp.LpContinuous
+    M = {(i, j): B(f"M_{i}_{j}", cat=pulp.LpBinary) for i in range(n) for j in range(P) if ok[i, j]}
+    m = lambda i, j: M.get((i, j), 0)
+    Z = B("Z", lowBound=0)
+    prob += Z
+    for i in range(n):                                                                   # (1)
+        prob += pulp.lpSum(M[i, j] for j in range(P) if ok[i, j]) == 1, f"one_pe_{i}"
+    load = {j: [E[i, j] * M[i, j] for i in range(n) if ok[i, j]] for j in range(P)}
+    Y = {}
+    for e, (s, d) in enumerate(zip(g.src, g.dst)):                                       # y = M_s^j AND M_d^k
+        for j in range(P):
+            for k in range(P):
+                if j != k and C[e, j, k] > 0 and ok[s, j] and ok[d, k]:
+                    y = Y[e, j, k] = B(f"y_{e}_{j}_{k}", 0, 1, Cn)
+                    prob += y >= M[s, j] + M[d, k] - 1
+                    load[j if model.charge == "sender" else k].append(C[e, j, k] * y)
+    for j in range(P):                                                                   # (7), (8)
+        prob += Z >= pulp.lpSum(load[j]), f"ct_{j}"
+    if model.u_max is not None and model.n_cores:                                        # stretch cap
+        prob += (pulp.lpSum(model.cores[j] * pulp.lpSum(load[j]) for j in range(P) if model.cores[j])
+                 <= model.u_max * model.n_cores * Z), "cpu_cap"
+    if clusters is not None:
+        _cluster_rules(pulp, prob, model, m, formulation, clusters)
+    if linear:
+        for i in range(n - 1):
+            prob += (pulp.lpSum(j * m(i + 1, j) for j in range(P)) >= pulp.lpSum(j * m(i, j) for j in range(P)),
+                     f"linear_{i}")
+    if timing:
+        _timing_rules(pulp, prob, model, M, Y, m)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = str(Path(tmp) / "cbc.log")
+        used, s = _solver(pulp, solver, time_limit, msg, log)
+        t0 = time.perf_counter()
+        code = prob.solve(s)
+        seconds = time.perf_counter() - t0
+        cbc_log = Path(log).read_text(errors="replace") if used == "cbc" and Path(log).exists() else ""
+    options = {"formulation": formulation, "clusters": clusters, "linear": linear, "timing": timing,
+               "time_limit": time_limit}
+    size = dict(n_vars=len(prob.variables()), n_constraints=len(prob.constraints), options=options)
+    status, bound = _outcome(pulp, prob, code, used, cbc_log)
+    if status in ("infeasible", "no solution"):
+        return IlpResult(status, float("inf"), bound, float("nan"), seconds, used, None, **size)
+    mapping = np.array([max(range(P), key=lambda j: (pulp.value(m(i, j)) or 0.0)) for i in range(n)],
+                       dtype=np.int64)
+    obj = float(pulp.value(Z))
+    if status == "optimal":
+        bound = obj if not np.isfinite(bound) else min(bound, obj)
+    gap = max(0.0, (obj - bound) / obj) if obj > 0 and np.isfinite(bound) else float("nan")
+    return IlpResult(status, obj, bound, gap, seconds, used, mapping, **size)
+
+
+def _outcome(pulp, prob, code: int, used: str, cbc_log: str) -> tuple[str, float]:
+    """(status, best bound): a run stopped by the time limit is "time limit" even when PuLP says "Optimal"."""
+    if used == "highs":
+        import highspy
+
+        h = prob.solverModel
+        ms = h.getModelStatus()
+        info = h.getInfo()
+        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else float("-inf")
+        has_sol = info.primal_solution_status == 2
+        if ms == highspy.HighsModelStatus.kOptimal:
+            return "optimal", bound
+        if ms == highspy.HighsModelStatus.kInfeasible:
+            return "infeasible", bound
+        if ms == highspy.HighsModelStatus.kTimeLimit:
+            return ("time limit" if has_sol else "no solution"), bound
+        return ("time limit" if has_sol else "no solution"), bound
+    stopped = re.search(r"Result - Stopped on time", cbc_log) is not None
+    found = re.search(r"best possible\s+(-?[\d.eE+-]+)", cbc_log)
+    lower = re.search(r"Lower bound:\s+(-?[\d.eE+-]+)", cbc_log)
+    bound = float(found.group(1)) if found else float(lower.group(1)) if lower else float("-inf")
+    if prob.status == pulp.LpStatusInfeasible:
+        return "infeasible", bound
+    if prob.sol_status in (pulp.LpSolutionIntegerFeasible,) or (stopped and prob.status == pulp.LpStatusOptimal):
+        return "time limit", bound
+    if prob.status == pulp.LpStatusOptimal:
+        return "optimal", bound
+    return "no solution", bound
+
+
+def _cluster_rules(pulp, prob, model, m, formulation: str, clusters: str) -> None:
+    """002 Eqs. 2-4 / 004 c. 5, 7, 8: a task on PE j with no predecessor on j starts a cluster of j."""
+    g, n, P = model.graph, model.n, model.P
+    Cn = pulp.LpContinuous
+    starts = {}
+    for i in range(n):
+        preds = g.src[g.in_edges[i]]
+        for j in range(P):
+            mij = m(i, j)
+            if isinstance(mij, int) or i == 0 or not len(preds):
+                starts[i, j] = mij                                                       # (3) source: Pipe = M
+                continue
+            dep = pulp.LpVariable(f"dep_{i}_{j}", 0, 1, Cn)                                # (2) OR of preds
+            for k in preds:
+                prob += dep >= m(int(k), j)
+            prob += dep <= pulp.lpSum(m(int(k), j) for k in preds)
+            pipe = starts[i, j] = pulp.LpVariable(f"pipe_{i}_{j}", 0, 1, Cn)              # (3) M AND NOT dep
+            prob += pipe <= mij
+            prob += pipe <= 1 - dep
+            prob += pipe >= mij - dep
+    rel = (lambda a, b: a == b) if clusters == "exact" else (lambda a, b: a <= b)
+    if formulation == "ha2018":                                                          # 004 c. 5
+        prob += rel(pulp.lpSum(starts.values()), max(3, P)), "cluster_starts"
+        return
+    for j in range(P):                                                                   # (4) with W_j
+        w = pulp.LpVariable(f"W_{j}", 0, 1, Cn)
+        first, last = m(0, j), m(n - 1, j)
+        prob += w <= first
+        prob += w <= last
+        prob += w >= first + last - 1
+        prob += rel(pulp.lpSum(starts[i, j] for i in range(n)) - w, 1), f"one_cluster_{j}"
+
+
+def _timing_rules(pulp, prob, model, M, Y, m) -> None:
+    """002 Eqs. 5-6: a one-frame schedule (start/end per task); no effect on the period."""
+    g, E, C, n, P = model.graph, model.E, model.C, model.n, model.P
+    fin = np.where(np.isfinite(E), E, 0.0)
+    big = float(fin.max(axis=1).sum() + (C.max(axis=(1, 2)).sum() if len(C) else 0.0))
+    start = [pulp.LpVariable(f"start_{i}", 0) for i in range(n)]
+    end = [pulp.LpVariable(f"end_{i}", 0) for i in range(n)]
+    for i in range(n):
+        prob += end[i] == start[i] + pulp.lpSum(E[i, j] * M[i, j] for j in range(P) if (i, j) in M)
+    succ = set()
+    for e, (s, d) in enumerate(zip(g.src, g.dst)):                                       # (5)
+        succ.add((int(s), int(d)))
+        prob += start[d] >= end[s] + pulp.lpSum(C[e, j, k] * y for (ee, j, k), y in Y.items() if ee == e)
+    for i in range(n):                                                                   # (6)
+        for l in range(i + 1, n):
+            if (i, l) in succ:
+                continue
+            for p in range(P):
+                if (i, p) in M and (l, p) in M:
+                    prob += start[l] >= end[i] - big * (2 - M[i, p] - M[l, p])
+
+
+def chain_dp(model: AnalyticModel) -> tuple[float, np.ndarray]:
+    """Exact optimum of a chain (edges i -> i+1 only) as a pipeline: PE ids non-decreasing along the chain,
+    each PE one contiguous (possibly empty) range: the cut-tuple model, O(n^2 P^3). The test oracle of
+    ``solve_ilp(linear=True, clusters=None)``. No CPU cap (the stretch term couples all ranges)."""
+    g, E, C, n, P = model.graph, model.E, model.C, model.n, model.P
+    if len(g.src) != n - 1 or not (np.array_equal(g.src, np.arange(n - 1)) and np.array_equal(g.dst, g.src + 1)):
+        raise LayerMapError("chain_dp needs a chain: edges exactly i -> i+1")
+    if model.u_max is not None:
+        raise LayerMapError("chain_dp has no CPU cap; build the model with u_max=None")
+    if model.dedupe:
+        raise LayerMapError("chain_dp charges every edge; build the model with dedupe=False")
+    cum = np.vstack([np.zeros(P), np.cumsum(np.where(np.isfinite(E), E, np.inf), axis=0)])
+    sender = model.charge == "sender"
+    memo: dict = {}
+
+    def f(s: int, a: int, b: int) -> tuple[float, tuple]:
+        """Best period of tasks s.. with the range starting at s on PE b, the previous range on a."""
+        key = (s, a, b)
+        if key in memo:
+            return memo[key]
+        base = (C[s - 1, a, b] if s > 0 and not sender else 0.0)
+        best = (np.inf, ())
+        for e in range(s + 1, n + 1):
+            work = cum[e, b] - cum[s, b] + base
+            if not np.isfinite(work):
+                break
+            if e == n:
+                best = min(best, (work, ((b, s, e),)))
+                continue
+            for c in range(b + 1, P):
+                rest, plan = f(e, b, c)
+                val = max(work + (C[e - 1, b, c] if sender else 0.0), rest)
+                if val < best[0]:
+                    best = (val, ((b, s, e),) + plan)
+        memo[key] = best
+        return best
+
+    period, plan = min((f(0, -1, b) for b in range(P)), key=lambda t: t[0])
+    mapping = np.zeros(n, dtype=np.int64)
+    for pe, s, e in plan:
+        mapping[s:e] = pe
+    return float(period), mapping
+
+
+__all__ = ["IlpResult", "solve_ilp", "chain_dp", "SOLVERS", "FORMULATIONS", "CLUSTER_MODES"]
