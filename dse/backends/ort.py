@@ -13,6 +13,7 @@ import time
 
 from dse.backends.base import MeasureSettings
 from dse.backends.checks import check_cuts, check_layout
+from dse.backends.layermap import LayerMapSupport, is_layer_mapping, platform_cores
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
@@ -51,6 +52,7 @@ class OrtBackend:
         self.timeout_s = float(timeout_s)
         self.keep_outputs = keep_outputs
         self.last_run = None  # the RunResult of the last measure (outputs/results when kept), for tests and tools
+        self.layermap = LayerMapSupport(self.platform, source)
 
     @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
@@ -66,7 +68,7 @@ class OrtBackend:
     def check(self, config: Configuration) -> str | None:
         """Why this configuration cannot run here, or None."""
         p = self.platform
-        reason = check_layout(config, p)
+        reason = self.layermap.check(config) if is_layer_mapping(config) else check_layout(config, p)
         if reason:
             return reason
         precisions = sorted(p.precisions_of("cpu"))
@@ -121,6 +123,8 @@ class OrtBackend:
         reason = self.check(config)
         if reason:
             return Measurement.refused(config, reason, backend=self.name)
+        if is_layer_mapping(config):
+            return self._measure_layer_mapping(config)
         app = self.application_for(config)
         try:
             stage_engines, keys, build_s = self.engines(config)
@@ -141,7 +145,11 @@ class OrtBackend:
             for e in engines:
                 e.close()
         self.last_run = res
-        measure_s = time.perf_counter() - t1
+        return self._to_measurement(config, res, keys, build_s, time.perf_counter() - t1)
+
+    def _to_measurement(self, config: Configuration, res, keys: list[str], build_s: float,
+                        measure_s: float) -> Measurement:
+        """A RunResult (of the pipeline or the task-graph runtime) as a Measurement."""
         if not res.ok:
             m = Measurement.error(config, f"run failed: {res.error}", backend=self.name)
             m.build_s, m.measure_s, m.engine_keys = build_s, measure_s, keys
@@ -150,3 +158,37 @@ class OrtBackend:
                            latency_ms_p99=res.latency_ms_p99, util=dict(res.util), cpu_util=res.cpu_util,
                            stage_ms=list(res.stage_ms), engine_keys=keys, build_s=build_s,
                            measure_s=measure_s, backend=self.name)
+
+    def _measure_layer_mapping(self, config: Configuration) -> Measurement:
+        """A per-layer mapping (checked): the task ids expanded to layers, maximal same-PE runs as segments
+        (``partition_segments``), one ORT session per segment on its PE's core group (PE p = CPU group p of the
+        CPU configuration over the platform's cores), run by ``TaskGraphRuntime``; stage_ms is per segment."""
+        from dse.runtime.taskgraph import TaskGraphRuntime, partition_segments
+
+        mapping, pes, graph = self.layermap.resolve(config)
+        cores, groups = platform_cores(self.platform), []
+        for size in mapping.cpu_config.groups:
+            groups.append(tuple(cores[len(sum(groups, ())):][:size]))
+        app = self.application_for(config)
+        t0 = time.perf_counter()
+        try:
+            segments = partition_segments(self.analysis, graph.expand(mapping.array).tolist())
+            runtime = TaskGraphRuntime(
+                segments, groups, lambda fid, slot: app.preprocess(fid), app.postprocess,
+                frames=self.settings.sample_size, warmup=self.warmup, buffers=config.buffers,
+                pre_threads=config.pre_threads, post_threads=config.post_threads, images_per_job=config.batch,
+                keep_outputs=self.keep_outputs, keep_results=self.keep_outputs, timeout_s=self.timeout_s)
+        except ort_refusals() as exc:
+            return Measurement.refused(config, f"ONNX Runtime refused a segment: {type(exc).__name__}: {exc}",
+                                       self.name)
+        except ort_failures() as exc:
+            return Measurement.error(config, f"building the segments failed: {type(exc).__name__}: {exc}",
+                                     self.name)
+        build_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        try:
+            res = runtime.run()
+        finally:
+            runtime.close()
+        self.last_run = res
+        return self._to_measurement(config, res, [], build_s, time.perf_counter() - t1)

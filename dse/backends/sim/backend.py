@@ -16,12 +16,14 @@ import numpy as np
 
 from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings
 from dse.backends.checks import check_cuts, check_layout, check_stages
+from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
 from dse.backends.sim.layers import LayerTable, frame_of, layer_table
 from dse.backends.sim.noise import factor, noise_rng
 from dse.backends.sim.power import board_power_w, freq_factor
 from dse.configuration import Configuration
+from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
 
@@ -62,6 +64,7 @@ class SimBackend:
         self.input_size = int(self.settings.input_size or self._guess_input_size())
         self.engine_cache = engine_cache
         self._models: dict[int, CostModel] = {}
+        self.layermap = LayerMapSupport(self.platform, self.analysis)
 
     @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
@@ -92,6 +95,11 @@ class SimBackend:
     # ---- planning ---------------------------------------------------------------------------------------
     def check(self, config: Configuration) -> str | None:
         p = self.platform
+        if is_layer_mapping(config):
+            if config.input_size != self.input_size:
+                return (f"a per-layer mapping is timed at the analysed input size {self.input_size}; configuration "
+                        f"asks for {config.input_size}")
+            return self.layermap.check(config)
         reason = check_layout(config, p)
         if reason:
             return reason
@@ -202,6 +210,10 @@ class SimBackend:
         reason = self.check(config)
         if reason:
             return Measurement.refused(config, reason, backend=self.name), None
+        if is_layer_mapping(config):
+            m = self._measure_layer_mapping(config, repeat)
+            m.measure_s = time.perf_counter() - t0
+            return m, None
         planned = self.plan(config)
         reason = self._limit_reason(config, planned)
         if reason:
@@ -245,6 +257,51 @@ class SimBackend:
             stage_ms=[round(sum(ph[1] for ph in rt.phases) / 1000.0 * lat_noise, 4) for rt in planned.runtimes],
             dla_loadables=planned.loadables,
             fallback_layers=planned.fallback_layers, backend=self.name)
+
+    def _measure_layer_mapping(self, config: Configuration, repeat: int) -> Measurement:
+        """A (checked) per-layer mapping: a sim profile of the PE kinds it uses (``ProfileTable.from_sim``), the
+        analytic model (period with the util cap, one-frame latency, loads) and the task-graph DES for the
+        period; the platform's noise on fps, latency and power. Pre/post-processing and buffers are not
+        modelled (only the B = 2 slots per cross-PE tensor); stage_ms is per segment (maximal same-PE task run)."""
+        from dse.layermap.evaluate import AnalyticModel
+        from dse.layermap.mapping import validate
+        from dse.layermap.profile import ProfileTable
+        from dse.layermap.simulate import simulate as simulate_tasks
+
+        p = self.platform
+        mapping, pes, graph = self.layermap.resolve(config)
+        m = mapping.array
+        used = list(dict.fromkeys(pes.kinds[i] for i in sorted(set(m.tolist()))))
+        try:
+            profile = ProfileTable.from_sim(p, self.analysis, graph, used, config.precision, config.batch)
+            for kind in dict.fromkeys(pes.kinds):
+                if kind not in used:
+                    profile = profile.with_kind(kind, np.full(graph.n, np.inf), f"{kind}: no task mapped")
+            validate(mapping, graph, profile, pes)
+        except DseError as exc:
+            return Measurement.refused(config, str(exc), backend=self.name)
+        model = AnalyticModel(graph, profile, pes, u_max=mapping.util_cap)
+        ev = model.evaluate(m)
+        period = simulate_tasks(model, m).period_us * float(ev.period / ev.period_raw)   # the cap throttles input
+        rng = noise_rng(self.settings.seed, config.hash, repeat)
+        sigma = p.noise_sigma
+        fps = 1e6 / period * config.batch * factor(rng, sigma)
+        latency_ms = model.latency(m) / 1000.0 * factor(rng, sigma)
+        busy = np.asarray(ev.loads) / float(ev.period)
+        util = {pe.name: round(float(b), 4) for pe, b in zip(pes.pes, busy)}
+        cpu_busy_cores = float((pes.cores * busy).sum())
+        power = None
+        if p.power is not None:
+            power = board_power_w(p, util, cpu_busy_cores, _freqs(config), _freqs(config).get("CPU")) \
+                * factor(rng, sigma / 2)
+        occ = model.occupancy(m)
+        runs = np.flatnonzero(np.diff(m)) + 1
+        stage_ms = [round(float(seg.sum()) / 1000.0, 4) for seg in np.split(occ, runs)]
+        return Measurement(config=config, fps=round(fps, 3), latency_ms_p50=round(latency_ms, 4),
+                           latency_ms_p99=round(latency_ms, 4), util=util, cpu_util=round(float(ev.util_cpu), 4),
+                           power_w=None if power is None else round(power, 3),
+                           energy_j_per_frame=None if power is None else round(power / fps, 6),
+                           stage_ms=stage_ms, backend=self.name)
 
     def _engines(self, config: Configuration, planned: Planned) -> tuple[list[str], float]:
         """Sim engines (stage cost summaries) through the engine cache; for each new one, the seconds a real
