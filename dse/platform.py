@@ -439,12 +439,18 @@ class Platform:
             raise DseError(f"platform {self.name}: power.pe.{pe.name} has no busy_w")
         return self.power.pe_busy_w[pe.name], self.power.pe_idle_w.get(pe.name, 0.0)
 
-    def require_model(self, backend: str) -> None:
-        """Refuse, naming the missing parts, when the profile lacks what a virtual board simulates."""
+    def pipeline_refusal(self, backend: str) -> str:
+        return (f"platform {self.name} is a per-layer-mapping board (purpose: layer-mapping; seeds 002/004: CPU core "
+                f"groups, GPU, NPU costed per layer); the pipeline DSE ({backend!r} backend) needs a pipeline board "
+                f"such as xavier-agx-sim")
+
+    def require_model(self, backend: str, *, layer_mapping: bool = False) -> None:
+        """Refuse, naming the missing parts, when the profile lacks what a virtual board simulates;
+        ``layer_mapping``: the caller measures per-layer mappings, which a layer-mapping board serves too."""
         if self.purpose == "layer-mapping":
-            raise DseError(f"platform {self.name} is a per-layer-mapping board (purpose: layer-mapping; seeds "
-                           f"002/004: CPU core groups, GPU, NPU costed per layer); the pipeline DSE ({backend!r} "
-                           f"backend) needs a pipeline board such as xavier-agx-sim")
+            if layer_mapping:
+                return
+            raise DseError(self.pipeline_refusal(backend))
         missing = [k for k in ("cost", "prepost", "power") if getattr(self, k) is None]
         if missing:
             raise DseError(f"platform {self.name} has no {', '.join(missing)} section(s): the {backend!r} backend "

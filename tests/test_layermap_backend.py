@@ -172,13 +172,17 @@ def test_sim_measures_gpu_dla_mappings_with_noise(xavier, tmp_path):
     assert "the DLA of xavier-agx-sim runs precision(s)" in backend.check(fp32)
 
 
-def test_sim_cpu_kinds_need_the_cpu_cost_model(xavier):
+def test_sim_cpu_kinds_need_a_cpu_cost_model(xavier, detector):
+    """CPU kinds are costed by dse.backends.sim.cpu_cost from the board's cpu.clusters: the Xavier profile has none
+    (refused, naming the missing key); galaxy-s9-sim has them (measured, the CPU groups busy)."""
     backend, graph, base = xavier
     m = backend.measure(LayerMapping("4-4", [i % 3 for i in range(graph.n)],
                                      accelerators=("gpu",)).to_configuration(base))
-    try:
-        import dse.backends.sim.cpu_cost  # noqa: F401
-    except ImportError:
-        assert m.status == "refused" and "dse.backends.sim.cpu_cost.cpu_layer_us" in m.reason
-    else:
-        assert m.ok and m.util["CPU0-3"] > 0, m.reason
+    assert m.status == "refused" and "cpu.clusters" in m.reason, m.reason
+    s9 = SimBackend("galaxy-s9-sim", detector, MeasureSettings(input_size=SIZE, seed=0))
+    g = s9.layermap.graph("fp32")
+    m = s9.measure(LayerMapping("2-2", [i % 3 for i in range(g.n)], accelerators=("gpu",))
+                   .to_configuration(_base("galaxy-s9-sim", "fp32", buffers=1)))
+    assert m.ok, m.reason
+    assert set(m.util) == {"CPU4-5", "CPU6-7", "GPU"}, m.util   # the big M3 cluster is cores 4-7
+    assert m.util["CPU4-5"] > 0 and m.util["CPU6-7"] > 0 and m.util["GPU"] > 0 and m.fps > 0, m.util

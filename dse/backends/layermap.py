@@ -23,7 +23,10 @@ def is_layer_mapping(config: Configuration) -> bool:
 
 
 def platform_cores(platform) -> list[int]:
-    """The CPU cores of a platform's CPU PEs (host-cpu: the usable cores), or 0..cpu_cores-1 on a virtual board."""
+    """The cores per-layer mapping splits into groups (``Platform.mapping_cores``): the big cluster's where the board
+    declares clusters, else the cores of its CPU PEs (host-cpu: the usable ones), else 0..cpu_cores-1."""
+    if platform.big_cluster:
+        return sorted(platform.big_cluster.cores)
     cores = sorted({c for p in platform.pes.values() if p.type == "cpu" for c in (p.cores or ())})
     return cores or list(range(platform.cpu_cores))
 

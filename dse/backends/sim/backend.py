@@ -52,7 +52,7 @@ class SimBackend:
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None):
         self.platform: Platform = load_platform(platform)
         self.settings = settings or MeasureSettings()
-        self.validate(self.platform, self.settings)
+        self.platform.require_model(self.name, layer_mapping=True)   # pipeline configurations: refused in check
         self.analysis = None
         if isinstance(source, LayerTable):
             self.table = source
@@ -100,6 +100,8 @@ class SimBackend:
                 return (f"a per-layer mapping is timed at the analysed input size {self.input_size}; configuration "
                         f"asks for {config.input_size}")
             return self.layermap.check(config)
+        if p.purpose == "layer-mapping":
+            return p.pipeline_refusal(self.name)
         reason = check_layout(config, p)
         if reason:
             return reason
