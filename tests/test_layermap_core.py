@@ -201,13 +201,16 @@ def test_profile_from_sim(monkeypatch):
 
 def test_profile_from_ort_times_every_task(chain):
     analysis, g = chain
-    prof = ProfileTable.from_ort(analysis, g, (1,), repeats=3, warmup=1)
-    assert prof.kinds == ("cpu1",) and prof.source == "ort" and "onnxruntime" in prof.versions
-    assert prof.time_us.shape == (g.n, 1) and np.isfinite(prof.time_us).all() and (prof.time_us > 0).all()
-    # the heaviest task (most MACs) is not the cheapest one
-    assert prof.time_us[np.argmax(g.macs), 0] > prof.time_us[:, 0].min()
+    for method in ("model", "task"):
+        prof = ProfileTable.from_ort(analysis, g, (1,), repeats=3, warmup=1, method=method)
+        assert prof.kinds == ("cpu1",) and prof.source == f"ort:{method}" and "onnxruntime" in prof.versions
+        assert prof.time_us.shape == (g.n, 1) and np.isfinite(prof.time_us).all() and (prof.time_us > 0).all()
+        # the heaviest task (most MACs) is not the cheapest one
+        assert prof.time_us[np.argmax(g.macs), 0] > prof.time_us[:, 0].min()
     with pytest.raises(LayerMapError, match="each must be in 1.."):
         ProfileTable.from_ort(analysis, g, (999,))
+    with pytest.raises(LayerMapError, match="unknown ORT profiling method 'x'; valid choices: model, task"):
+        ProfileTable.from_ort(analysis, g, (1,), method="x")
 
 
 # -- 1.2 mapping configuration ----------------------------------------------------------------------------
