@@ -3,6 +3,8 @@
 # with search.strategy=guided: configure -> analyze -> maximize -> search (model-guided) -> finetune -> report.
 # `snakemake --cores N` runs the default (yolov4, INT8, virtual Xavier AGX).
 # Overrides: --config overrides='[benchmark=yolov4,precision=fp16]'   benchmarks='[yolov4,yolov3]'
+# Per-layer mapping (seeds 002/004): `snakemake --cores 2 layermap --config overrides='[platform=galaxy-s9-sim,
+# benchmark=mobilenet-v1]'` (workflow/rules/layermap.smk).
 import sys
 
 from dse.errors import DseError
@@ -20,16 +22,27 @@ wildcard_constraints:
     part="|".join(PARTS),
 
 
+def targets(family):
+    """Input function of a target: every planned run's outputs of ``family`` ("pipeline", "layermap"); evaluated
+    only when the target is asked for, so a board that cannot run the other family is refused by name."""
+    def inputs(wildcards):
+        try:
+            return [f for run, plan in RUNS.items() for f in plan.targets(family, run)]
+        except DseError as exc:
+            raise WorkflowError(str(exc)) from None
+    return inputs
+
+
 include: "workflow/rules/configure.smk"
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/explore.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/layermap.smk"
 
 
 rule all:
     input:
-        expand("{run}/report.md", run=list(RUNS)),
-        expand("{run}/config.yaml", run=list(RUNS)),
+        targets("pipeline"),
     default_target: True

@@ -1,6 +1,7 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
-STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare")
+STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
+         "layermap-solve", "layermap-pareto", "layermap-merge")
 
 
 def add_parser(sub):
@@ -9,6 +10,9 @@ def add_parser(sub):
     p.add_argument("run", help="run directory, e.g. results/yolov4/xavier-agx-sim/int8-b1-416")
     p.add_argument("--option", help="mapping option (explore)")
     p.add_argument("--options", help="comma-separated explored options (select)")
+    p.add_argument("--method", help="layermap-solve: ga or ilp")
+    p.add_argument("--cpu", help="layermap-solve: CPU configuration, e.g. 2-1-1")
+    p.add_argument("--cap", type=float, help="layermap-solve: CPU utilization cap in percent, e.g. 70")
     p.set_defaults(func=_run)
 
 
@@ -30,6 +34,17 @@ def _run(args) -> int:
         from dse.workflow.compare import compare
 
         compare(args.run)
+        return 0
+    if args.step.startswith("layermap-"):
+        from dse.workflow import layermap
+
+        if args.step == "layermap-solve":
+            if not (args.method and args.cpu and args.cap):
+                raise DseError("workflow layermap-solve needs --method, --cpu and --cap")
+            layermap.solve(args.run, args.method, args.cpu, args.cap / 100)
+        else:
+            {"layermap-profile": layermap.write_profile, "layermap-pareto": layermap.pareto,
+             "layermap-merge": layermap.merge}[args.step](args.run)
         return 0
     from dse.workflow import phases
 

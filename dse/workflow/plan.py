@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -19,26 +19,37 @@ from dse.config import compose_config, run_dir, split_overrides
 from dse.errors import DseError
 
 # run_dir/config/<part>.yaml: the rules' inputs
-PARTS = ("model", "platform", "measure", "search", "compare")
+PARTS = ("model", "platform", "measure", "search", "compare", "layermap", "lm-profile", "lm-ga", "lm-ilp",
+         "lm-pareto")
 
 
 def _yaml(content) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(content))
 
 
-def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
-    """The parts of a composed config, each validated by the object a job builds from it, and the mapping
-    options the run explores (``search.options``, else every option of the platform)."""
+def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dict[str, str]]:
+    """The parts of a composed config, each validated by the object a job builds from it, the mapping options the
+    run explores (``search.options``, else every option of the platform) and, per target family ("pipeline",
+    "layermap"), why the platform cannot run it. A layer-mapping board has no pipeline parts (search, compare)."""
     from dse.backends import MeasureSettings, validate_backend
     from dse.backends.checks import over_limit
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
     from dse.search.settings import SearchSettings
     from dse.workflow.compare import CompareSettings
+    from dse.workflow.layermap import LayermapSettings, refusal
 
     platform = OmegaConf.to_container(cfg.platform, resolve=True)
     loaded = load_platform(platform)
     measure = MeasureSettings.from_config(cfg)
+    source = model_source(cfg)
+    check_model_source(source)
+    layermap = LayermapSettings.resolve(cfg.layermap, loaded)
+    parts = {"model": source, "platform": platform, "measure": measure.to_dict(), **layermap.parts()}
+    refused = {"layermap": refusal(loaded, measure.precision)}
+    if loaded.purpose == "layer-mapping":
+        refused["pipeline"] = loaded.pipeline_refusal(loaded.backend) + "; its target is `layermap`"
+        return parts, (), refused
     validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     settings = SearchSettings.from_dict(search)
@@ -49,12 +60,9 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...]]:
                                  ("search.max_post", settings.max_post, "max_threads")])
     if reason:
         raise DseError(reason)
-    source = model_source(cfg)
-    check_model_source(source)
     compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
-    parts = {"model": source, "platform": platform, "measure": measure.to_dict(),
-             "search": settings.to_dict(), "compare": compare.to_dict()}
-    return parts, options
+    parts.update(search=settings.to_dict(), compare=compare.to_dict())
+    return parts, options, {**refused, "pipeline": ""}
 
 
 def digest(text: str) -> str:
@@ -93,12 +101,24 @@ class RunPlan:
     resolved: str
     options: tuple[str, ...]
     strategy: str = "proposed"     # search.strategy: which rules the run's search takes
+    refused: dict = field(default_factory=dict)   # target family ("pipeline", "layermap") -> why not here ("": can)
+    layermap_files: tuple[str, ...] = ()           # the layermap target's run-relative outputs
+    layermap_solve_files: tuple[str, ...] = ()     # the layermap solve jobs' results (the merge's inputs)
+
+    def targets(self, family: str, run: str) -> list[str]:
+        """The outputs of a target family for this run, or a DseError saying why the platform cannot run it."""
+        if self.refused.get(family):
+            raise DseError(f"{run}: {self.refused[family]}")
+        files = ["report.md"] if family == "pipeline" else list(self.layermap_files)
+        return [f"{run}/{f}" for f in files + ["config.yaml"]]
 
 
 def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     """Compose and validate one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override).
 
     Returns run directory -> its plan (one explore_option job per option). Writes nothing."""
+    from dse.workflow.layermap import LayermapSettings
+
     overrides = split_overrides(snakemake_config.get("overrides"))
     benchmarks = snakemake_config.get("benchmarks")
     if isinstance(benchmarks, str):
@@ -107,13 +127,22 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     for bench in benchmarks or [None]:
         extra = [] if bench is None else [f"benchmark={bench}"]
         cfg = compose_config(overrides + extra)
-        parts, options = config_parts(cfg)
+        parts, options, refused = config_parts(cfg)
         rd = str(run_dir(cfg))
         if rd in runs:
             raise DseError(f"two planned runs share the directory {rd}")
         runs[rd] = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
-                           options=options, strategy=parts["search"]["strategy"])
+                           options=options, strategy=parts.get("search", {}).get("strategy", "proposed"),
+                           refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
+                           layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()))
     return runs
+
+
+def layermap_outputs(layermap: dict) -> tuple[str, ...]:
+    """What the layermap target makes in a run directory (the Pareto plot where the platform has a power model)."""
+    files = ["layermap.md", "layermap.parquet", "plots/layermap_periods.png", "plots/layermap_gantt_100.png",
+             "plots/layermap_gantt_cap.png"]
+    return tuple(files + (["plots/layermap_pareto.png"] if layermap["energy"] else []))
 
 
 def read_part(run: str | Path, part: str) -> dict:

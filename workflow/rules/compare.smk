@@ -20,5 +20,4 @@ rule comparison:
 rule compare:
     """Target: `snakemake --cores N compare` compares every method on every planned run."""
     input:
-        expand("{run}/comparison.md", run=list(RUNS)),
-        expand("{run}/config.yaml", run=list(RUNS)),
+        lambda wc: [f.replace("/report.md", "/comparison.md") for f in targets("pipeline")(wc)],
