@@ -54,21 +54,6 @@ def platform():
     return load_platform(PLATFORM)
 
 
-class Comm:
-    """The board's transfer time per edge (vectorized over sizes); ``cpu_cpu=False``: CPU<->CPU is free (004)."""
-
-    def __init__(self, plat, cpu_cpu: bool):
-        self.plat, self.cpu_cpu = plat, cpu_cpu
-
-    def __call__(self, nbytes, src: str, dst: str):
-        from dse.backends.sim.cpu_cost import transfer_us
-
-        nb = np.asarray(nbytes, dtype=float)
-        if not self.cpu_cpu and src.startswith("cpu") and dst.startswith("cpu"):
-            return np.zeros_like(nb)
-        return np.array([transfer_us(self.plat, float(x), src, dst) for x in nb.ravel()]).reshape(nb.shape)
-
-
 def profile(net: str, freq: bool = True):
     """(task graph, profile with cpu1..cpu4 and gpu) of a zoo network on the board."""
     from dse.layermap import ProfileTable, build_task_graph, freq_correct
@@ -86,9 +71,9 @@ def model(g, prof, config: str, cap: float | None, paper: str):
     """AnalyticModel of ``config`` + GPU in the transfer/charge model of ``paper`` (ha2018 or kang2020)."""
     from dse.layermap import AnalyticModel, PeSet
 
-    return AnalyticModel(g, prof, PeSet.build(config, ["gpu"]), Comm(platform(), cpu_cpu=paper == "kang2020"),
-                         u_max=None if cap is None or cap >= 1.0 else cap,
-                         charge="receiver" if paper == "ha2018" else "sender")
+    return AnalyticModel.for_platform(platform(), g, prof, PeSet.build(config, ["gpu"]), cpu_cpu=paper == "kang2020",
+                                      p_busy=None, u_max=None if cap is None or cap >= 1.0 else cap,
+                                      charge="receiver" if paper == "ha2018" else "sender")
 
 
 def references(net: str, freq: bool = True) -> dict:

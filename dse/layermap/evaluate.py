@@ -115,6 +115,23 @@ class AnalyticModel:
         if self.p_idle is not None and self.p_busy is None:
             raise LayerMapError("p_idle needs p_busy too (the energy of busy time)")
 
+
+    @classmethod
+    def for_platform(cls, platform, graph: TaskGraph, profile: ProfileTable, pes: PeSet, *, cpu_cpu: bool = True,
+                     **options) -> "AnalyticModel":
+        """The model of a board: its transfer costs (``sim.cpu_cost.transfer_us``; ``cpu_cpu=False``: CPU<->CPU
+        free, as 004) and, where it gives every PE kind a busy/idle power (the layer-mapping boards), the energy.
+        What the solvers plan with and the virtual board measures with must be one model."""
+        from dse.backends.sim.cpu_cost import PlatformComm
+        from dse.errors import DseError
+
+        if platform.power is not None and "p_busy" not in options:
+            try:
+                power = [platform.pe_power_w(k) for k in pes.kinds]
+                options.update(p_busy=[b for b, _ in power], p_idle=[i for _, i in power])
+            except DseError:
+                pass          # e.g. the Jetson profiles: board power by rail, no per-PE figures (energy stays NaN)
+        return cls(graph, profile, pes, PlatformComm(platform, cpu_cpu), **options)
     def _comm_matrix(self) -> np.ndarray:
         g, kinds = self.graph, self.pes.kinds
         C = np.zeros((len(g.src), self.P, self.P))

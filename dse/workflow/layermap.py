@@ -208,21 +208,13 @@ class LayermapRun:
 
     def model(self, cpu: str, cap: float | None, charge: str = "sender", accelerators=None):
         """The AnalyticModel of one CPU configuration (+ the run's accelerators) under a cap: the platform's
-        transfer costs (``sim.cpu_cost.transfer_us``) and per-PE busy/idle power where it has a power model."""
-        from dse.backends.sim.cpu_cost import transfer_us
+        transfer costs and per-PE busy/idle power where it has a power model (``AnalyticModel.for_platform``)."""
         from dse.layermap import AnalyticModel, PeSet
 
-        p = self.ctx.platform
         accels = self.accelerators if accelerators is None else accelerators
         pes = PeSet.build(cpu, accels, self.cores)
-        power = [p.pe_power_w(k) for k in pes.kinds] if p.power is not None else None
-        def comm(nbytes, src: str, dst: str) -> np.ndarray:
-            return np.array([transfer_us(p, float(b), src, dst) for b in np.atleast_1d(nbytes)])
-
-        return AnalyticModel(self.graph, self.profile, pes, comm, charge=charge,
-                             p_busy=None if power is None else [b for b, _ in power],
-                             p_idle=None if power is None else [i for _, i in power],
-                             u_max=None if cap is None or cap >= 1 else cap)
+        return AnalyticModel.for_platform(self.ctx.platform, self.graph, self.profile, pes, charge=charge,
+                                          u_max=None if cap is None or cap >= 1 else cap)
 
 
 # -- jobs ----------------------------------------------------------------------------------------------------

@@ -282,7 +282,7 @@ class SimBackend:
             validate(mapping, graph, profile, pes)
         except DseError as exc:
             return Measurement.refused(config, str(exc), backend=self.name)
-        model = AnalyticModel(graph, profile, pes, u_max=mapping.util_cap)
+        model = AnalyticModel.for_platform(p, graph, profile, pes, u_max=mapping.util_cap)
         ev = model.evaluate(m)
         period = simulate_tasks(model, m).period_us * float(ev.period / ev.period_raw)   # the cap throttles input
         rng = noise_rng(self.settings.seed, config.hash, repeat)

@@ -149,4 +149,18 @@ def layer_times_us(platform: Platform, analysis, kind: str, precision: str = "fp
     return CostModel(platform, table).per_layer(pe_type, precision, 1).t.copy()
 
 
-__all__ = ["KERNELS", "cpu_kind", "cpu_layer_us", "layer_times_us", "npu_us", "transfer_us"]
+class PlatformComm:
+    """``transfer_us`` of a board as the comm callable of ``dse.layermap.AnalyticModel`` (vectorized over sizes);
+    ``cpu_cpu=False``: CPU<->CPU hand-overs are free (004's ILP charges CPU<->GPU transfers only)."""
+
+    def __init__(self, platform: Platform, cpu_cpu: bool = True):
+        self.platform, self.cpu_cpu = platform, cpu_cpu
+
+    def __call__(self, nbytes, src: str, dst: str) -> np.ndarray:
+        nb = np.asarray(nbytes, dtype=float)
+        if not self.cpu_cpu and src.startswith("cpu") and dst.startswith("cpu"):
+            return np.zeros_like(nb)
+        return np.array([transfer_us(self.platform, float(x), src, dst) for x in nb.ravel()]).reshape(nb.shape)
+
+
+__all__ = ["KERNELS", "PlatformComm", "cpu_kind", "cpu_layer_us", "layer_times_us", "npu_us", "transfer_us"]
