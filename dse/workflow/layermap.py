@@ -105,7 +105,7 @@ class LayermapSettings:
         if ga.get("preset", "kang2020") not in PRESETS:
             raise choices_error("layermap.ga.preset", ga["preset"], PRESETS)
         for key, lo in (("budget", 1), ("population", 2), ("generations", 1)):
-            if key in ga and (not isinstance(ga[key], int) or ga[key] < lo):
+            if ga.get(key) is not None and (not isinstance(ga[key], int) or ga[key] < lo):
                 raise DseError(f"layermap.ga.{key} must be an integer >= {lo}, got {ga[key]!r}")
         if ilp.get("formulation", "kang2020") not in FORMULATIONS:
             raise choices_error("layermap.ilp.formulation", ilp["formulation"], FORMULATIONS)
@@ -126,7 +126,7 @@ class LayermapSettings:
                            f"{platform.name}: {', '.join(valid)}, or auto")
         return cls(cpu_configs=tuple(dict.fromkeys(cpus)), caps=tuple(dict.fromkeys(float(c) for c in caps)),
                    methods=tuple(dict.fromkeys(methods)), accelerators=tuple(accels),
-                   ga={"preset": "kang2020", "seed": 0, "budget": 20000, "population": 100, "generations": 300, **ga},
+                   ga={"preset": "kang2020", "seed": 0, "budget": 60000, "population": None, "generations": None, **ga},
                    ilp={"formulation": "kang2020", "clusters": "exact", "solver": "highs", "time_limit_s": 60, **ilp},
                    profile={"repeats": 20, "warmup": 3, **prof}, pareto={"budget": 10000, **par},
                    measure=bool(d.get("measure", True)), energy=platform.power is not None, n_cores=n)
@@ -217,6 +217,11 @@ class LayermapRun:
                                           u_max=None if cap is None or cap >= 1 else cap)
 
 
+def _preset_fields(ga: dict) -> dict:
+    """The GA preset's fields the config sets (null: the preset's own value)."""
+    return {k: int(ga[k]) for k in ("population", "generations") if ga.get(k) is not None}
+
+
 # -- jobs ----------------------------------------------------------------------------------------------------
 def write_profile(run: str | Path) -> Path:
     """Job ``layermap_profile``: the per-task profile of every PE kind the run's configurations use."""
@@ -253,8 +258,7 @@ def solve(run: str | Path, method: str, cpu: str, cap: float) -> dict:
     if method == "ga":
         s = lm.ctx.part("lm-ga")
         model = lm.model(cpu, cap, preset(s["preset"]).charge)
-        r = run_layer_ga(model, s["preset"], seed=int(s["seed"]), budget=int(s["budget"]),
-                         population=int(s["population"]), generations=int(s["generations"]))
+        r = run_layer_ga(model, s["preset"], seed=int(s["seed"]), budget=int(s["budget"]), **_preset_fields(s))
         mapping, status, gap = r.mapping, "done", None
         out.update(evaluations=r.evaluations, generations=r.generations, preset=s["preset"])
     else:
@@ -288,8 +292,8 @@ def pareto(run: str | Path) -> dict:
     lm = LayermapRun(run)
     s, ga = lm.ctx.part("lm-pareto"), lm.ctx.part("lm-ga")
     model = lm.model(s["cpu_config"], None, "sender")
-    r = run_layer_ga(model, ga["preset"], seed=int(ga["seed"]), budget=int(s["budget"]),
-                     population=int(ga["population"]), generations=int(ga["generations"]), objectives="period+energy")
+    r = run_layer_ga(model, ga["preset"], seed=int(ga["seed"]), budget=int(s["budget"]), objectives="period+energy",
+                     **_preset_fields(ga))
     front = [{"period_us": f[0], "energy_mj": f[1] * 1e3, "mapping": m.tolist()} for m, f in r.pareto]
     out = {"cpu_config": s["cpu_config"], "accelerators": list(lm.accelerators), "front": front,
            "evaluations": r.evaluations, "seconds": r.seconds}
