@@ -86,7 +86,7 @@ def _compose(network: str, precision: str, platform: str, overrides: Sequence[st
     from dse.workflow.plan import config_parts
 
     cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
-    parts, _ = config_parts(cfg)
+    parts = config_parts(cfg)[0]
     return cfg, parts
 
 

@@ -65,7 +65,7 @@ def build(network: str, precision: str, engine_root: Path, platform: str = PLATF
     from dse.workflow.plan import config_parts
 
     cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
-    parts, _ = config_parts(cfg)
+    parts = config_parts(cfg)[0]
     analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
     backend = backend_from_config(cfg, analysis, engine_root=engine_root)
     space = SearchSpace.for_backend(analysis, backend)
