@@ -37,7 +37,7 @@ OUT = Path(__file__).resolve().parent / "results" / "layermap_real.json"
 TARGET = 0.07      # |error| for MobileNet v1 (issue 15; 002 reports <= 7 % in 7 of 8 rows)
 
 
-def run(networks, size: int, cores: list[int], frames: int) -> dict:
+def run(networks, size: int, cores: list[int], frames: int, busy: bool = False) -> dict:
     platform = platform_from_dict(compose_config(["platform=host-cpu", f"platform.cores=[{','.join(map(str, cores))}]"]).platform)
     confs = [("C2", str(len(cores))), ("C1", "-".join("1" * len(cores)))]
     rows = []
@@ -47,7 +47,8 @@ def run(networks, size: int, cores: list[int], frames: int) -> dict:
                                                                  warmup=50, application="classify", model=net))
         graph = backend.layermap.graph("fp32")
         t0 = time.perf_counter()
-        profile = ProfileTable.from_ort(analysis, graph, sorted({1, len(cores)}), repeats=30, warmup=5, cores=cores)
+        profile = ProfileTable.from_ort(analysis, graph, sorted({1, len(cores)}), repeats=30, warmup=5, cores=cores,
+                                        busy_neighbours=busy)
         profile_s = time.perf_counter() - t0
         for label, cpu in confs:
             pes = LayerMapping(cpu, (0,) * graph.n).pes()
@@ -77,7 +78,8 @@ def run(networks, size: int, cores: list[int], frames: int) -> dict:
     if v1:
         met = all(abs(r["error"]) <= TARGET for r in v1)
         print(f"MobileNet v1 |error| <= {TARGET:.0%} on every configuration: {'met' if met else 'missed'}")
-    return {"frames": frames, "cores": cores, "process_cores": sorted(os.sched_getaffinity(0)), "rows": rows}
+    return {"frames": frames, "cores": cores, "busy_neighbours": busy, "process_cores": sorted(os.sched_getaffinity(0)),
+            "rows": rows}
 
 
 def main() -> None:
@@ -86,9 +88,11 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--cores", nargs="+", type=int, default=sorted(os.sched_getaffinity(0))[:2])
     ap.add_argument("--frames", type=int, default=1000)
+    ap.add_argument("--busy-neighbours", action="store_true",
+                    help="profile each core count with the other PE cores running the network (ProfileTable.from_ort)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    write_result(args.out, run(args.networks, args.size, args.cores, args.frames))
+    write_result(args.out, run(args.networks, args.size, args.cores, args.frames, args.busy_neighbours))
     print(f"wrote {args.out}")
 
 

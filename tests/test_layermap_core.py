@@ -10,6 +10,7 @@ import pytest
 from dse.configuration import Configuration
 from dse.layermap import (AnalyticModel, CpuConfig, Incremental, LayerMapError, LayerMapping, LinearComm, PeSet,
                           ProfileTable, TaskGraph, build_task_graph, freq_correct, npu_from_cpu, simulate, validate)
+from dse.runtime.cpu_groups import usable_cores
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +212,14 @@ def test_profile_from_ort_times_every_task(chain):
         ProfileTable.from_ort(analysis, g, (999,))
     with pytest.raises(LayerMapError, match="unknown ORT profiling method 'x'; valid choices: model, task"):
         ProfileTable.from_ort(analysis, g, (1,), method="x")
+    # beside a busy neighbour core: every task still timed, and the neighbour stops with the profile
+    import threading
+
+    cores = usable_cores()
+    if len(cores) >= 2:
+        busy = ProfileTable.from_ort(analysis, g, (1,), repeats=3, warmup=1, cores=cores[:2], busy_neighbours=True)
+        assert (busy.time_us > 0).all() and np.isfinite(busy.time_us).all()
+        assert not [t for t in threading.enumerate() if t.name.startswith("neighbour-")]
 
 
 # -- 1.2 mapping configuration ----------------------------------------------------------------------------

@@ -259,7 +259,7 @@ class ProfileTable:
 
     @classmethod
     def from_ort(cls, model, graph: TaskGraph, core_counts, repeats: int = 20, warmup: int = 3, seed: int = 0,
-                 cores=None, method: str = "model") -> ProfileTable:
+                 cores=None, method: str = "model", busy_neighbours: bool = False) -> ProfileTable:
         """Real times on this host, with ``intra_op_num_threads=k`` on a thread pinned to k cores (its pool threads
         inherit the mask); median of ``repeats`` runs after ``warmup``, on one seeded random input.
 
@@ -270,6 +270,10 @@ class ProfileTable:
         between repeats, which makes late, weight-heavy layers look cheaper than in a pipeline (MobileNet v1 on
         two cores: the GA's split measured 11.7 ms per frame against 8.2 ms planned with such a profile), and each
         task pays a session call.
+
+        ``busy_neighbours``: while k cores are profiled, the other given cores run the whole network in a loop, as
+        the other PEs of a per-layer mapping do: shared caches and memory bandwidth are then contended as in the
+        real run (a profile taken beside idle cores flatters the layers that stream the most weights).
 
         ``model``: the NetworkAnalysis the graph was built from, or its sanitized ModelProto.
         """
@@ -295,8 +299,19 @@ class ProfileTable:
             box: dict = {}
             worker = threading.Thread(target=target, name=f"profile-cpu{k}",
                                       args=(subject, dict(inputs), cores[:k], repeats, warmup, box), daemon=True)
-            worker.start()
-            worker.join()
+            stop = threading.Event()
+            neighbours = [threading.Thread(target=_keep_busy, args=(onnx_model, dict(inputs), [c], stop),
+                                           name=f"neighbour-{c}", daemon=True)
+                          for c in (cores[k:] if busy_neighbours else [])]
+            for t in neighbours:
+                t.start()
+            try:
+                worker.start()
+                worker.join()
+            finally:
+                stop.set()
+                for t in neighbours:
+                    t.join()
             if "error" in box:
                 raise box["error"]
             times[:, j] = box["times"]
@@ -429,6 +444,21 @@ def _random_inputs(model, seed: int) -> dict:
         shape = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim]
         feeds[vi.name] = rng.random(shape).astype(tensor_dtype_to_np_dtype(tt.elem_type))
     return feeds
+
+
+def _keep_busy(model, values: dict, cores, stop: threading.Event) -> None:
+    """Runs the whole network on ``cores`` (one intra-op thread each) until ``stop``: a busy neighbour PE."""
+    import onnxruntime as ort
+
+    from dse.runtime.engine import pin_current_thread
+    from dse.runtime.ort_engine import make_session_options
+
+    pin_current_thread(cores)
+    session = ort.InferenceSession(model.SerializeToString(), make_session_options(len(cores)),
+                                   providers=["CPUExecutionProvider"])
+    feed = {i.name: values[i.name] for i in session.get_inputs()}
+    while not stop.is_set():
+        session.run(None, feed)
 
 
 def _profile_model_on_cores(subject, values: dict, cores, repeats: int, warmup: int, box: dict) -> None:
