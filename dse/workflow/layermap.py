@@ -29,7 +29,7 @@ PROFILE_SOURCES = ("auto", "sim", "ort")
 SETTING_KEYS = ("cpu_configs", "caps", "methods", "accelerators", "ga", "ilp", "profile", "pareto", "measure")
 SUB_KEYS = {"ga": ("preset", "seed", "budget", "population", "generations"),
             "ilp": ("formulation", "clusters", "solver", "time_limit_s"),
-            "profile": ("source", "repeats", "warmup"), "pareto": ("cpu_config", "budget")}
+            "profile": ("source", "repeats", "warmup"), "pareto": ("cpu_config", "budget", "population")}
 PART_OF = {"profile": "lm-profile", "ga": "lm-ga", "ilp": "lm-ilp"}   # run/config/<part>.yaml each job reads
 
 
@@ -104,9 +104,10 @@ class LayermapSettings:
         ga, ilp, prof, par = (_sub(d, k) for k in ("ga", "ilp", "profile", "pareto"))
         if ga.get("preset", "kang2020") not in PRESETS:
             raise choices_error("layermap.ga.preset", ga["preset"], PRESETS)
-        for key, lo in (("budget", 1), ("population", 2), ("generations", 1)):
-            if ga.get(key) is not None and (not isinstance(ga[key], int) or ga[key] < lo):
-                raise DseError(f"layermap.ga.{key} must be an integer >= {lo}, got {ga[key]!r}")
+        for group, sub in (("ga", ga), ("pareto", par)):
+            for key, lo in (("budget", 1), ("population", 2), ("generations", 1)):
+                if sub.get(key) is not None and (not isinstance(sub[key], int) or sub[key] < lo):
+                    raise DseError(f"layermap.{group}.{key} must be an integer >= {lo}, got {sub[key]!r}")
         if ilp.get("formulation", "kang2020") not in FORMULATIONS:
             raise choices_error("layermap.ilp.formulation", ilp["formulation"], FORMULATIONS)
         if ilp.get("clusters", "exact") not in CLUSTER_MODES:
@@ -128,7 +129,7 @@ class LayermapSettings:
                    methods=tuple(dict.fromkeys(methods)), accelerators=tuple(accels),
                    ga={"preset": "kang2020", "seed": 0, "budget": 60000, "population": None, "generations": None, **ga},
                    ilp={"formulation": "kang2020", "clusters": "exact", "solver": "highs", "time_limit_s": 60, **ilp},
-                   profile={"repeats": 20, "warmup": 3, **prof}, pareto={"budget": 10000, **par},
+                   profile={"repeats": 20, "warmup": 3, **prof}, pareto={"budget": 10000, "population": 100, **par},
                    measure=bool(d.get("measure", True)), energy=platform.power is not None, n_cores=n)
 
     def to_dict(self) -> dict:
@@ -293,7 +294,7 @@ def pareto(run: str | Path) -> dict:
     s, ga = lm.ctx.part("lm-pareto"), lm.ctx.part("lm-ga")
     model = lm.model(s["cpu_config"], None, "sender")
     r = run_layer_ga(model, ga["preset"], seed=int(ga["seed"]), budget=int(s["budget"]), objectives="period+energy",
-                     **_preset_fields(ga))
+                     population=int(s["population"]))   # SPEA2's truncation is superlinear in the population
     front = [{"period_us": f[0], "energy_mj": f[1] * 1e3, "mapping": m.tolist()} for m, f in r.pareto]
     out = {"cpu_config": s["cpu_config"], "accelerators": list(lm.accelerators), "front": front,
            "evaluations": r.evaluations, "seconds": r.seconds}
