@@ -383,10 +383,16 @@ class Platform:
         """The cluster per-layer mapping splits into core groups: the fastest one (the big cores)."""
         return _big(self.cpu_clusters)
 
+    def mapping_core_ids(self) -> list[int]:
+        """The cores per-layer mapping splits into groups: the big cluster's where the board declares clusters,
+        else the cores of its CPU PEs (host-cpu: the usable ones), else 0..cpu_cores-1."""
+        if self.big_cluster:
+            return sorted(self.big_cluster.cores)
+        cores = sorted({c for p in self.pes.values() if p.type == "cpu" for c in (p.cores or ())})
+        return cores or list(range(self.cpu_cores))
+
     def mapping_cores(self) -> int:
-        """Cores that per-layer mapping splits into groups: the big cluster's, else all CPU cores."""
-        big = self.big_cluster
-        return len(big.cores) if big else self.cpu_cores
+        return len(self.mapping_core_ids())
 
     def cpu_configs(self, max_groups: int = 4) -> list[tuple[int, ...]]:
         """CPU configurations of per-layer mapping (002 Fig. 1): group sizes of the big cluster, e.g. 4 cores ->

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dse.backends.base import MeasureSettings
-from dse.backends.layermap import platform_cores, stage_mapping
+from dse.backends.layermap import stage_mapping
 from dse.backends.ort import OrtBackend
 from dse.backends.sim import SimBackend
 from dse.configuration import Configuration
@@ -19,7 +19,7 @@ from dse.store import read, row_to_measurement
 from dse.zoo import build_network
 
 SIZE = 64
-CORES = platform_cores(load_platform("host-cpu"))
+CORES = load_platform("host-cpu").mapping_core_ids()
 SINGLES = "-".join("1" * len(CORES))   # one single-core PE per usable core
 
 

@@ -14,21 +14,12 @@ import numpy as np
 from dse.backends.checks import check_bounds
 from dse.configuration import Configuration
 from dse.errors import DseError
-from dse.layermap.mapping import CpuConfig, LayerMapping, PeSet
+from dse.layermap.mapping import CpuConfig, LayerMapping, PeSet, check_pe_ids
 from dse.layermap.taskgraph import TaskGraph, build_task_graph
 
 
 def is_layer_mapping(config: Configuration) -> bool:
     return config.option.startswith("LM:")
-
-
-def platform_cores(platform) -> list[int]:
-    """The cores per-layer mapping splits into groups (``Platform.mapping_cores``): the big cluster's where the board
-    declares clusters, else the cores of its CPU PEs (host-cpu: the usable ones), else 0..cpu_cores-1."""
-    if platform.big_cluster:
-        return sorted(platform.big_cluster.cores)
-    cores = sorted({c for p in platform.pes.values() if p.type == "cpu" for c in (p.cores or ())})
-    return cores or list(range(platform.cpu_cores))
 
 
 def stage_mapping(graph: TaskGraph, layer_stage) -> tuple[int, ...]:
@@ -68,7 +59,7 @@ class LayerMapSupport:
             raise DseError("a per-layer mapping needs the network's analysis; this backend holds only a layer table")
         config.validate()
         mapping = LayerMapping.from_configuration(config)
-        cores = platform_cores(self.platform)
+        cores = self.platform.mapping_core_ids()
         try:
             CpuConfig.parse(mapping.cpu_config.name, n_cores=len(cores))
         except DseError as exc:
@@ -85,14 +76,7 @@ class LayerMapSupport:
         if mapping.graph_digest and mapping.graph_digest != graph.digest:
             raise DseError(f"the mapping was made for task graph {mapping.graph_digest}; this network's "
                            f"{config.precision} task graph is {graph.digest}")
-        ids = mapping.array
-        if len(ids) != graph.n:
-            raise DseError(f"layer_map has {len(ids)} PE ids, the task graph has {graph.n} tasks")
-        bad = np.flatnonzero((ids < 0) | (ids >= len(pes)))
-        if len(bad):
-            t = int(bad[0])
-            raise DseError(f"task {t} ({graph.names[t]}) on PE id {int(ids[t])}; valid choices: "
-                           f"0..{len(pes) - 1} ({pes.describe()})")
+        check_pe_ids(mapping.array, graph, pes, what="layer_map")
         return mapping, pes, graph
 
     def check(self, config: Configuration) -> str | None:
@@ -108,4 +92,4 @@ class LayerMapSupport:
         return check_bounds(config, self.platform)
 
 
-__all__ = ["LayerMapSupport", "is_layer_mapping", "platform_cores", "stage_mapping"]
+__all__ = ["LayerMapSupport", "is_layer_mapping", "stage_mapping"]

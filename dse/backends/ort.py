@@ -13,7 +13,7 @@ import time
 
 from dse.backends.base import MeasureSettings
 from dse.backends.checks import check_cuts, check_layout
-from dse.backends.layermap import LayerMapSupport, is_layer_mapping, platform_cores
+from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.measurement import Measurement
@@ -166,9 +166,7 @@ class OrtBackend:
         from dse.runtime.taskgraph import TaskGraphRuntime, partition_segments
 
         mapping, pes, graph = self.layermap.resolve(config)
-        cores, groups = platform_cores(self.platform), []
-        for size in mapping.cpu_config.groups:
-            groups.append(tuple(cores[len(sum(groups, ())):][:size]))
+        groups = [pe.core_ids for pe in pes.pes]     # PE p = CPU group p (host-cpu has no accelerators)
         app = self.application_for(config)
         t0 = time.perf_counter()
         try:

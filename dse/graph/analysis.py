@@ -91,7 +91,11 @@ class NetworkAnalysis:
                                key=lambda t: (t.producer, self.layers[t.producer].outputs.index(t.name)))
         n = len(self.layers)
         self._positions = max(n - 1, 0)
-        self._fused_chain_at = self._fusion_blocks(graph)
+        self.fused_chains = self._fusion_chains(graph)       # (head, tail, ...): never split, one task each
+        self._fused_chain_at = {}                             # position -> the fused chain a cut there would split
+        for chain in self.fused_chains:
+            for c in range(chain[0], chain[-1]):
+                self._fused_chain_at.setdefault(c, chain)
         self._blocked = self._block_positions()
         self.feasible_cuts = [c for c in range(self._positions) if self._blocked[c] is None]
         self._feasible_mask = [b is None for b in self._blocked]
@@ -160,8 +164,8 @@ class NetworkAnalysis:
                                         self._shape_of(name, infos), shape_value)
         return tensors
 
-    def _fusion_blocks(self, graph: onnx.GraphProto) -> dict[int, tuple[int, ...]]:
-        """position -> the fused chain (layer indices) it would split."""
+    def _fusion_chains(self, graph: onnx.GraphProto) -> list[tuple[int, ...]]:
+        """The fusible chains (head, tail, tail...) as layer indices, by head."""
         nxt: dict[int, int] = {}
         for layer, node in zip(self.layers, graph.node):
             if layer.op_type not in FUSION_HEADS or len(layer.outputs) != 1:
@@ -175,16 +179,15 @@ class NetworkAnalysis:
                     and list(tail.input).count(t.name) == 1 and not any(True for _ in subgraphs(tail)):
                 nxt[layer.index] = q
         targets = set(nxt.values())
-        blocks: dict[int, tuple[int, ...]] = {}
+        chains = []
         for head in sorted(nxt):
             if head in targets:
                 continue
             chain = [head]
             while chain[-1] in nxt:
                 chain.append(nxt[chain[-1]])
-            for c in range(chain[0], chain[-1]):
-                blocks.setdefault(c, tuple(chain))
-        return blocks
+            chains.append(tuple(chain))
+        return chains
 
     def _block_positions(self) -> list[tuple | None]:
         blocked: list[tuple | None] = [None] * self._positions

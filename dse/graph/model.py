@@ -380,6 +380,26 @@ def _remove_unused_initializers(graph: onnx.GraphProto) -> None:
         graph.initializer.extend(keep)
 
 
+def topological_order(succ: dict[int, list[int]]) -> list[int]:
+    """Kahn's order of the keys of ``succ`` (key -> its successors), the smallest ready key first, so an order
+    that is already valid stays as it is; shorter than ``succ`` when there is a cycle."""
+    waiting = dict.fromkeys(succ, 0)
+    for targets in succ.values():
+        for t in targets:
+            waiting[t] += 1
+    ready = [k for k, w in waiting.items() if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(k)
+        for t in succ[k]:
+            waiting[t] -= 1
+            if waiting[t] == 0:
+                heapq.heappush(ready, t)
+    return order
+
+
 def _toposort(graph: onnx.GraphProto, label: str) -> None:
     """Stable topological order: the exporter's order wherever it is already valid (Kahn + min-index heap)."""
     nodes = list(graph.node)
@@ -390,8 +410,7 @@ def _toposort(graph: onnx.GraphProto, label: str) -> None:
                 producer[name] = index
     available = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     available |= {t.name for t in graph.sparse_initializer}
-    waiting = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in nodes]
+    users: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
     for index, node in enumerate(nodes):
         deps = set()
         for name in node_reads(node):
@@ -401,21 +420,12 @@ def _toposort(graph: onnx.GraphProto, label: str) -> None:
                 raise DseError(f"{label}: node {node.name or node.op_type!r} reads tensor {name!r} that no node, "
                                f"input or initializer provides")
         deps.discard(index)
-        waiting[index] = len(deps)
         for dep in deps:
             users[dep].append(index)
-    ready = [i for i, w in enumerate(waiting) if w == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        index = heapq.heappop(ready)
-        order.append(index)
-        for user in users[index]:
-            waiting[user] -= 1
-            if waiting[user] == 0:
-                heapq.heappush(ready, user)
+    order = topological_order(users)
     if len(order) != len(nodes):
-        stuck = [nodes[i].name or nodes[i].op_type for i, w in enumerate(waiting) if w > 0][:5]
+        placed = set(order)
+        stuck = [nodes[i].name or nodes[i].op_type for i in range(len(nodes)) if i not in placed][:5]
         raise DseError(f"{label}: the graph has a cycle (involving {', '.join(stuck)})")
     if order != list(range(len(nodes))):
         del graph.node[:]

@@ -67,11 +67,15 @@ class CpuConfig:
 
 @dataclass(frozen=True)
 class Pe:
-    """One logical PE: a CPU group (kind ``cpu<k>``, ``cores`` = k) or an accelerator (cores = 0)."""
+    """One logical PE: a CPU group (kind ``cpu<k>``, its k ``core_ids``) or an accelerator (no cores)."""
 
     name: str
     kind: str
-    cores: int = 0
+    core_ids: tuple[int, ...] = ()
+
+    @property
+    def cores(self) -> int:
+        return len(self.core_ids)
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class PeSet:
             raise LayerMapError(f"CPU configuration {cfg.name} needs {cfg.n_cores} cores, given {cores}")
         pes, start = [], 0
         for size in cfg.groups:
-            pes.append(Pe(core_group_name(cores[start:start + size]), f"cpu{size}", size))
+            group = tuple(cores[start:start + size])
+            pes.append(Pe(core_group_name(group), f"cpu{size}", group))
             start += size
         accels = [str(a).lower() for a in accelerators]
         for a in accels:
@@ -100,7 +105,7 @@ class PeSet:
         for kind in ("gpu", "npu", "dla"):
             same = [a for a in accels if a == kind]
             for i, _ in enumerate(same):
-                pes.append(Pe(kind.upper() + (str(i) if len(same) > 1 or kind == "dla" else ""), kind, 0))
+                pes.append(Pe(kind.upper() + (str(i) if len(same) > 1 or kind == "dla" else ""), kind))
         return cls(tuple(pes))
 
     def __len__(self) -> int:
@@ -215,6 +220,17 @@ def decode_ids(text: str) -> tuple[int, ...]:
         raise LayerMapError(f"malformed layer_map {text!r}: one base-36 digit per task, or a comma list") from None
 
 
+def check_pe_ids(ids: np.ndarray, graph: TaskGraph, pes: PeSet, what: str = "mapping") -> None:
+    """One PE id per task, each naming a PE of ``pes`` (``what``: how the message names the ids)."""
+    if ids.ndim != 1 or len(ids) != graph.n:
+        raise LayerMapError(f"{what} has {ids.size} PE ids, the task graph has {graph.n} tasks")
+    bad = np.flatnonzero((ids < 0) | (ids >= len(pes)))
+    if len(bad):
+        t = int(bad[0])
+        raise LayerMapError(f"task {t} ({graph.names[t]}) on PE id {int(ids[t])}; valid choices: 0..{len(pes) - 1} "
+                            f"({pes.describe()})")
+
+
 def validate(mapping: LayerMapping | np.ndarray, graph: TaskGraph, profile: ProfileTable, pes: PeSet | None = None,
              ) -> None:
     """Raise naming the first problem: length, PE id range, a task on a PE that cannot run it (inf time),
@@ -233,15 +249,9 @@ def validate(mapping: LayerMapping | np.ndarray, graph: TaskGraph, profile: Prof
             raise LayerMapError("validate needs the PeSet for a bare id array")
         ids = np.asarray(mapping)
     profile.check_graph(graph)
-    if ids.ndim != 1 or len(ids) != graph.n:
-        raise LayerMapError(f"mapping has {ids.size} PE ids, the task graph has {graph.n} tasks")
     if not np.issubdtype(ids.dtype, np.integer):
         raise LayerMapError(f"PE ids must be integers, got {ids.dtype}")
-    bad = np.flatnonzero((ids < 0) | (ids >= len(pes)))
-    if len(bad):
-        t = int(bad[0])
-        raise LayerMapError(f"task {t} ({graph.names[t]}) on PE id {int(ids[t])}; valid choices: 0..{len(pes) - 1} "
-                            f"({pes.describe()})")
+    check_pe_ids(ids, graph, pes)
     missing = sorted(set(pes.kinds) - set(profile.kinds))
     if missing:
         raise LayerMapError(f"the profile has no times for PE kind(s) {', '.join(missing)}; it has "
@@ -256,4 +266,5 @@ def validate(mapping: LayerMapping | np.ndarray, graph: TaskGraph, profile: Prof
                             f"{pes[ids[t]].kind}: unsupported in the profile); valid choices: {', '.join(ok) or 'none'}")
 
 
-__all__ = ["CpuConfig", "Pe", "PeSet", "LayerMapping", "validate", "parse_option", "encode_ids", "decode_ids"]
+__all__ = ["CpuConfig", "Pe", "PeSet", "LayerMapping", "check_pe_ids", "validate", "parse_option", "encode_ids",
+           "decode_ids"]

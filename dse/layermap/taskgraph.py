@@ -9,14 +9,12 @@ topological order (ties by first layer), which is the order every evaluator and 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.graph.analysis import FUSION_HEADS, FUSION_TAILS
-from dse.graph.tensors import subgraphs
+from dse.graph.model import topological_order
 from dse.layermap.errors import LayerMapError
 
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "int8": 1}
@@ -117,42 +115,13 @@ class TaskGraph:
                             f"({', '.join(self.names[:6])}{' ...' if self.n > 6 else ''})")
 
 
-def fused_chains(analysis) -> list[tuple[int, ...]]:
-    """Fusible chains (head, tail, tail...) of a NetworkAnalysis, by the rule ``dse.graph.analysis`` blocks cuts with."""
-    nodes = list(analysis.model.graph.node)
-    outputs = set(analysis.outputs)
-    consumers: dict[str, list[int]] = {}
-    for layer in analysis.layers:
-        for name in layer.inputs:
-            consumers.setdefault(name, []).append(layer.index)
-    nxt: dict[int, int] = {}
-    for layer in analysis.layers:
-        if layer.op_type not in FUSION_HEADS or len(layer.outputs) != 1:
-            continue
-        t = layer.outputs[0]
-        readers = consumers.get(t, [])
-        if t in outputs or len(readers) != 1:
-            continue
-        tail = nodes[readers[0]]
-        if tail.op_type in FUSION_TAILS and tail.input and tail.input[0] == t and list(tail.input).count(t) == 1 \
-                and not any(True for _ in subgraphs(tail)):
-            nxt[layer.index] = readers[0]
-    chains = []
-    for head in sorted(set(nxt) - set(nxt.values())):
-        chain = [head]
-        while chain[-1] in nxt:
-            chain.append(nxt[chain[-1]])
-        chains.append(tuple(chain))
-    return chains
-
-
 def build_task_graph(analysis, precision: str = "fp32") -> TaskGraph:
     """The task graph of a NetworkAnalysis: one task per layer outside fused chains, one per chain."""
     if precision not in ELEMENT_BYTES:
         raise LayerMapError(f"unknown precision {precision!r}; valid choices: {', '.join(ELEMENT_BYTES)}")
     layers = analysis.layers
     group = list(range(len(layers)))           # layer -> representative (the chain head)
-    for chain in fused_chains(analysis):
+    for chain in analysis.fused_chains:
         for i in chain:
             group[i] = chain[0]
     members: dict[int, list[int]] = {}
@@ -168,21 +137,10 @@ def build_task_graph(analysis, precision: str = "fp32") -> TaskGraph:
             key = (producer[name], g)
             edge_bytes[key] = edge_bytes.get(key, 0) + size.get(name, 0)
     # topological order of the groups, ties (and so the layer order whenever possible) by first layer
-    indeg = {g: 0 for g in members}
     succ: dict[int, list[int]] = {g: [] for g in members}
     for a, b in edge_bytes:
-        indeg[b] += 1
         succ[a].append(b)
-    ready = [g for g, d in indeg.items() if d == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        g = heapq.heappop(ready)
-        order.append(g)
-        for b in succ[g]:
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                heapq.heappush(ready, b)
+    order = topological_order(succ)
     if len(order) != len(members):
         raise LayerMapError("the layer graph has a cycle once fused chains are folded; cannot order its tasks")
     task = {g: t for t, g in enumerate(order)}
@@ -200,4 +158,4 @@ def build_task_graph(analysis, precision: str = "fp32") -> TaskGraph:
         precision=precision)
 
 
-__all__ = ["TaskGraph", "build_task_graph", "fused_chains", "ELEMENT_BYTES"]
+__all__ = ["TaskGraph", "build_task_graph", "ELEMENT_BYTES"]

@@ -66,7 +66,6 @@ class LayermapSettings:
     def resolve(cls, node, platform) -> "LayermapSettings":
         from omegaconf import OmegaConf
 
-        from dse.backends.layermap import platform_cores
         from dse.layermap.ga import PRESETS
         from dse.layermap.ilp import CLUSTER_MODES, FORMULATIONS, SOLVERS
         from dse.layermap.mapping import CpuConfig
@@ -75,7 +74,7 @@ class LayermapSettings:
         for k in d:
             if k not in SETTING_KEYS:
                 raise choices_error("layermap setting", k, SETTING_KEYS)
-        n = len(platform_cores(platform))
+        n = platform.mapping_cores()
         valid = ["-".join(map(str, c)) for c in platform.cpu_configs()]
         cpus = d.get("cpu_configs", "auto")
         cpus = valid if cpus == "auto" else [str(c) for c in (cpus if isinstance(cpus, list) else [cpus])]
@@ -193,9 +192,7 @@ class LayermapRun:
 
     @property
     def cores(self) -> list[int]:
-        from dse.backends.layermap import platform_cores
-
-        return platform_cores(self.ctx.platform)
+        return self.ctx.platform.mapping_core_ids()
 
     @cached_property
     def accelerators(self) -> tuple[str, ...]:
