@@ -31,6 +31,7 @@ class Measurement:
     stage_ms: list[float] = field(default_factory=list)
     dla_loadables: int = 0
     fallback_layers: int = 0
+    fallback_reasons: dict[str, int] | None = None   # failed DLA rule (op/feature) -> fallback layers; None: unknown
     engine_keys: list[str] = field(default_factory=list)
     build_s: float = 0.0
     measure_s: float = 0.0

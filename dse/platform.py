@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from dse.errors import DseError, choices_error
+
+if TYPE_CHECKING:
+    from dse.dla.rules import DlaRuleSet
 
 PE_TYPES = ("gpu", "dla", "cpu", "npu")
 TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe", "cpu", "pes", "cost", "dla_rules",
@@ -140,32 +143,34 @@ class CommModel:
 
 @dataclass(frozen=True)
 class DlaRules:
-    """What a DLA core can run: operator types, kernel size, concat axis, batch."""
+    """A platform's DLA rules: the documented rule set of its TensorRT release (``dse.dla.rules``) plus the layers
+    the platform keeps on the GPU whatever the rules say (detection heads are TensorRT plugins)."""
 
-    supported_ops: frozenset[str]
+    ruleset: "DlaRuleSet"
     unsupported_name_prefixes: tuple[str, ...] = ()
-    max_kernel: int = 16
-    concat_axis: int = 1
-    max_batch: int = 32
+
+    @property
+    def max_batch(self) -> int:
+        return self.ruleset.max_batch
+
+    def gpu_only(self, name: str, kind: str = "") -> str:
+        """Why the platform keeps a layer off the DLA ('' when it does not)."""
+        low = name.lower()
+        if kind == "head" or any(low.startswith(p) for p in self.unsupported_name_prefixes):
+            return "detection head: a TensorRT plugin layer, GPU only"
+        return ""
+
+    def verdicts(self, table) -> list:
+        """Per layer of a ``LayerTable``: the rules' verdict. The one place for the operator rules: the sim's cost
+        model, the guided search's board model and ``dse inspect --dla`` read them (a real board's builder decides
+        the same way from the same documentation)."""
+        return [self.ruleset.check(table.op_types[i], table.features[i], self.gpu_only(table.names[i], table.kind[i]))
+                for i in range(table.n)]
 
     def layer_support(self, table) -> "np.ndarray":
-        """Per layer of a ``LayerTable``: whether a DLA core runs it. The one place for the operator rules: the
-        sim's cost model and the guided search's board model both read them (a real board's builder decides
-        the same way from the same rules)."""
         import numpy as np
 
-        ok = np.ones(table.n, dtype=bool)
-        for i in range(table.n):
-            name, op = table.names[i].lower(), table.op_types[i]
-            if op not in self.supported_ops or table.kind[i] == "head":
-                ok[i] = False
-            elif any(name.startswith(p) for p in self.unsupported_name_prefixes):
-                ok[i] = False
-            elif table.kernel[i] > self.max_kernel:
-                ok[i] = False
-            elif op == "Concat" and int(table.concat_axis[i]) not in (self.concat_axis, self.concat_axis - 4):
-                ok[i] = False
-        return ok
+        return np.array([v.on_dla for v in self.verdicts(table)], dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -186,35 +191,11 @@ class Limits:
         return self.max_threads if self.max_threads is not None else 4 * max(1, cpu_cores)
 
 
-# The SDK's DLA limits per TensorRT major version (first version it applies to -> limits, source). A profile's
-# `limits` may still set either value explicitly.
-DLA_LIMITS_BY_TENSORRT: tuple[tuple[tuple[int, ...], dict, str], ...] = (
-    ((5,), {"max_dla_engines_total": 4, "max_dla_loadables_per_core": None},
-     "at most 4 engines mapped to the DLAs at once (thesis Sec. 2.2, TensorRT 6 on JetPack 4.3)"),
-    ((7,), {"max_dla_engines_total": None, "max_dla_loadables_per_core": 8},
-     "TensorRT 7 developer guide, DLA restrictions: at most 8 subgraphs (loadables) per DLA core"),
-    ((8,), {"max_dla_engines_total": None, "max_dla_loadables_per_core": 16},
-     "TensorRT 8.x-10.x developer guide, DLA restrictions: at most 16 loadables per DLA core"),
-)
-
-
 def toolkit_version_tuple(text: str) -> tuple[int, ...] | None:
     """The first dotted version in a toolkit string, else its first number: 'tensorrt-8.5.2' -> (8, 5, 2),
     'tensorrt-6.0-sim' -> (6, 0), 'jetpack5-tensorrt-8.5' -> (8, 5), '10.0.0b6' -> (10, 0, 0); None without one."""
     m = re.search(r"\d+(?:\.\d+)+", str(text)) or re.search(r"\d+", str(text))
     return tuple(int(p) for p in m.group(0).split(".")) if m else None
-
-
-def dla_limits_for(toolkit_version: str) -> dict:
-    """The DLA limits the toolkit version implies (empty before the first known version or without one)."""
-    version = toolkit_version_tuple(toolkit_version)
-    out: dict = {}
-    if version is None:
-        return out
-    for first, limits, _source in DLA_LIMITS_BY_TENSORRT:
-        if version >= first:
-            out = dict(limits)
-    return out
 
 
 @dataclass(frozen=True)
@@ -348,6 +329,14 @@ class Platform:
     comm: CommModel = field(default_factory=CommModel)
     purpose: str = "pipeline"
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def with_dla_ruleset(self, version: str) -> "Platform":
+        """The same board with the DLA rules of another TensorRT release (and the SDK limits that follow them)."""
+        if self.dla_rules is None:
+            raise DseError(f"platform {self.name} has no DLA: no DLA rule set to replace")
+        d = dict(self.raw)
+        d["dla_rules"] = {**dict(d.get("dla_rules") or {}), "ruleset": str(version)}
+        return platform_from_dict(d)
 
     def option(self, name: str) -> MappingOption:
         try:
@@ -716,12 +705,36 @@ def _board_costs(d: Mapping, where: str) -> BoardCosts:
     return BoardCosts(engine_build_s=builds, run_overhead_s=float(bc.get("run_overhead_s", default.run_overhead_s)))
 
 
-def _limits(d: Mapping, where: str, toolkit_version: str) -> Limits:
+DLA_RULE_KEYS = ("ruleset", "unsupported_name_prefixes")
+
+
+def _dla_rules(rd, where: str, toolkit: str) -> DlaRules:
+    """The platform's DLA rules: ``dla_rules.ruleset`` (a rule set name or TensorRT version; null = the one of
+    ``toolkit_version``) and the layer-name prefixes kept on the GPU."""
+    from dse.dla.rules import ruleset_for
+
+    rd = rd or {}
+    unknown = sorted(set(map(str, rd)) - set(DLA_RULE_KEYS))
+    if unknown:
+        hint = (" (operator rules now come from the documented rule sets in dse/dla/rulesets: pick one with "
+                "dla_rules.ruleset)" if unknown[0] in ("supported_ops", "max_kernel", "concat_axis", "max_batch") else "")
+        raise DseError(f"{where}: unknown dla_rules key {unknown[0]!r}; valid: {', '.join(DLA_RULE_KEYS)}{hint}")
+    choice = rd.get("ruleset")
+    try:
+        ruleset = ruleset_for(str(choice) if choice is not None else toolkit)
+    except DseError as exc:
+        raise DseError(f"{where}: {exc}") from None
+    return DlaRules(ruleset=ruleset, unsupported_name_prefixes=tuple(str(p) for p in rd.get("unsupported_name_prefixes", ())))
+
+
+def _limits(d: Mapping, where: str, rules: DlaRules | None) -> Limits:
     ld = d.get("limits", {}) or {}
     unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
     if unknown:
         raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
-    by_version = dla_limits_for(toolkit_version)   # a DLA limit left null (or out) follows the TensorRT version
+    # a DLA limit left null (or out) follows the platform's DLA rule set (its TensorRT release)
+    by_version = ({"max_dla_engines_total": rules.ruleset.max_engines_total,
+                   "max_dla_loadables_per_core": rules.ruleset.max_loadables_per_core} if rules else {})
     default = Limits()
     engines, loadables = ld.get("max_dla_engines_total"), ld.get("max_dla_loadables_per_core")
     limits = Limits(max_dla_engines_total=by_version.get("max_dla_engines_total") if engines is None else engines,
@@ -879,15 +892,8 @@ def platform_from_dict(d: Mapping) -> Platform:
         raise DseError(f"{where}: every platform needs option E (the whole network on its main PE {main_pe})")
     has_dla = any(p.type == "dla" for p in pes.values())
     rd = d.get("dla_rules")
-    rules = None
-    if rd:
-        rules = DlaRules(supported_ops=frozenset(str(o) for o in rd.get("supported_ops", ())),
-                         unsupported_name_prefixes=tuple(rd.get("unsupported_name_prefixes", ())),
-                         max_kernel=int(rd.get("max_kernel", 16)), concat_axis=int(rd.get("concat_axis", 1)),
-                         max_batch=int(rd.get("max_batch", 32)))
-    elif has_dla:
-        raise DseError(f"{where}: declares DLA PEs but no dla_rules")
     toolkit = str(d.get("toolkit_version", "unknown"))
+    rules = _dla_rules(rd, where, toolkit) if has_dla or rd else None
     cpu = d.get("cpu", {}) or {}
     unknown_cpu = sorted(set(map(str, cpu)) - set(CPU_KEYS))
     if unknown_cpu:
@@ -910,7 +916,7 @@ def platform_from_dict(d: Mapping) -> Platform:
     sim = d.get("sim", {}) or {}
     return Platform(
         name=name, backend=str(d.get("backend", "sim")), board_model=str(d.get("board_model", name)),
-        toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, toolkit),
+        toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, rules),
         cpu_cores=cpu_cores, cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
         cpu_contention=float(cpu.get("contention", 0.0)), dla_rules=rules, cost=cost,
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),

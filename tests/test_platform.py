@@ -76,10 +76,10 @@ def test_unknown_option_lists_choices():
 
 
 @pytest.mark.parametrize("version,engines,per_core", [
-    ("tensorrt-6.0-sim", 4, None), ("tensorrt-7.1.3", None, 8), ("tensorrt-8.5.2", None, 16),
-    ("tensorrt-10.3", None, 16), ("onnxruntime", None, None)])
+    ("tensorrt-6.0-sim", 4, None), ("tensorrt-7.1.3", None, 16), ("tensorrt-8.5.2", None, 16),
+    ("tensorrt-10.3", None, 16)])
 def test_dla_limits_follow_the_toolkit_version(version, engines, per_core):
-    """TensorRT 6: at most 4 DLA engines (thesis Sec. 2.2); 7: 8 loadables per core; 8+: 16 per core. The
+    """TensorRT 6: at most 4 DLA engines (thesis Sec. 2.2); 7.1+: 16 loadables per core (the DLA rule sets). The
     real Xavier profile (TensorRT 8.5) inherits its sim twin's PEs but not its TensorRT 6 limits."""
     d = copy.deepcopy(raw())
     d["toolkit_version"] = version
@@ -87,6 +87,12 @@ def test_dla_limits_follow_the_toolkit_version(version, engines, per_core):
     assert (limits.max_dla_engines_total, limits.max_dla_loadables_per_core) == (engines, per_core)
     d["limits"]["max_dla_engines_total"] = 2        # an explicit value in the profile wins
     assert platform_from_dict(d).limits.max_dla_engines_total == 2
+    d["toolkit_version"] = "onnxruntime"            # DLA cores but no TensorRT: no rule set, named as such
+    with pytest.raises(DseError, match="no DLA rule set for toolkit version 'onnxruntime'.*tensorrt-6"):
+        platform_from_dict(d)
+    d["toolkit_version"] = "onnxruntime"            # DLA cores but no TensorRT: no rule set, named as such
+    with pytest.raises(DseError, match="no DLA rule set for toolkit version 'onnxruntime'.*tensorrt-6"):
+        platform_from_dict(d)
     real = load_platform("xavier-agx")
     assert real.backend == "trt" and real.limits.max_dla_loadables_per_core == 16
     assert real.limits.max_dla_engines_total is None and real.options.keys() == load_platform("xavier-agx-sim").options.keys()

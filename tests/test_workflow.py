@@ -65,6 +65,7 @@ def test_end_to_end_outputs(finished):
     assert best["fps"] >= frame.loc[frame["strategy"] == "Base(G)", "fps"].max()
     report = (run / "report.md").read_text()
     assert "Best configuration" in report and "Exploration cost" in report
+    assert "## DLA fallback (TensorRT 6.0 (JetPack 4.3) rules)" in report   # why layers of the answer left the DLA
     assert "[maximize]" in proc.stderr  # progress lines
 
 

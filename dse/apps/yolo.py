@@ -39,11 +39,10 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float, limit: int 
 
 def cfg_anchors(cfg: str) -> dict[int, list[list[float]]]:
     """{section index: [[w, h], ...] of its mask} for every [yolo]/[region] section of a Darknet cfg."""
-    from pathlib import Path
+    from dse.zoo import read_cfg
+    from dse.zoo.registry import resolve
 
-    from dse.zoo import ZOO, cfg_path, read_cfg
-
-    path = cfg_path(cfg) if cfg in ZOO else Path(cfg)
+    path = resolve(cfg)[0]   # a zoo name (or activation variant) or a .cfg path
     out = {}
     for sec in read_cfg(path):
         if sec.type not in ("yolo", "region"):

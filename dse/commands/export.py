@@ -36,6 +36,20 @@ def _analysis(config):
                                          f"batch={config.batch}"]))
 
 
+def _dla_notes(config, platform, analysis) -> dict | None:
+    """What the DLA rules expect of each DLA stage (None without the network, a DLA or a cost model, or for a
+    configuration the board refuses: the export says why)."""
+    if analysis is None or platform.dla_rules is None or platform.cost is None:
+        return None
+    from dse.backends.sim import SimBackend
+    from dse.dla.explain import explain, trtexec_notes
+
+    try:
+        return trtexec_notes(explain(SimBackend(platform, analysis), config=config))
+    except DseError:
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
@@ -72,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
                            application=str(bench.get("application", "yolo")) if bench else "yolo")
     else:
         model = str(doc.get("model") or config.benchmark)
-        text = trtexec_script(config, platform, model=model, stage_dir=args.stage_dir, engine_dir=args.engine_dir)
+        text = trtexec_script(config, platform, model=model, stage_dir=args.stage_dir, engine_dir=args.engine_dir,
+                              stage_notes=_dla_notes(config, platform, analysis))
     if args.output:
         write_text_atomic(args.output, text)
         print(f"wrote {args.output}")

@@ -1,4 +1,5 @@
-"""`dse inspect MODEL [--input-shape NAME:1x3x416x416 ...] [--json] [--layers]`: layers, cost and cut points."""
+"""`dse inspect MODEL [--input-shape NAME:1x3x416x416 ...] [--json] [--layers]`: layers, cost and cut points;
+with `--dla [--platform P] [--tensorrt V] [--option O --cuts C,...]`: why layers leave the DLA."""
 from __future__ import annotations
 
 
@@ -11,6 +12,18 @@ def add_parser(sub):
                    help="static shape for a dynamic input, e.g. input:1x3x416x416 (repeat per input)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--layers", action="store_true", help="also list every layer with its cost and cut feasibility")
+    dla = p.add_argument_group("DLA fallback (--dla)")
+    dla.add_argument("--dla", action="store_true",
+                     help="per layer whether the DLA runs it (and which rule fails), per DLA stage its loadables, "
+                          "limits and the GPU fallback and reformat time the virtual board charges")
+    dla.add_argument("--platform", default="xavier-agx-sim", help="platform profile whose DLA rules apply "
+                                                                   "(default: xavier-agx-sim)")
+    dla.add_argument("--tensorrt", metavar="VERSION", help="DLA rules of this TensorRT release instead of the "
+                                                          "platform's (e.g. 8.5, 10.3, tensorrt-6)")
+    dla.add_argument("--option", help="mapping option whose DLA stages to explain (default: the whole network as "
+                                      "one DLA stage)")
+    dla.add_argument("--cuts", default="", help="comma-separated cut layer indices for --option, e.g. 40,120")
+    dla.add_argument("--precision", default="int8", help="precision of the stages (default: int8)")
     p.set_defaults(func=_inspect)
 
 
@@ -44,6 +57,12 @@ def _inspect(args) -> int:
     start = time.perf_counter()
     analysis = _load(args.model, shapes)
     seconds = time.perf_counter() - start
+    if args.dla:
+        return _inspect_dla(args, analysis)
+    if args.option or args.cuts or args.tensorrt:
+        from dse.errors import DseError
+
+        raise DseError("--option, --cuts and --tensorrt explain DLA placement: add --dla")
     summary = analysis.summary()
     if args.json:
         if args.layers:
@@ -103,3 +122,86 @@ def _print_rich(analysis, summary: dict, seconds: float, show_layers: bool) -> N
                           ", ".join(_shape_text(s) for s in layer.output_shapes),
                           f"{layer.macs / 1e6:.2f}", f"{layer.param_bytes / 1e3:.1f}", cut)
         console.print(table)
+
+
+def _dla_explanation(args, analysis):
+    from dse.backends.sim import SimBackend
+    from dse.configuration import PRECISIONS, Configuration
+    from dse.dla.explain import explain, require_dla
+    from dse.errors import DseError, choices_error
+    from dse.platform import load_platform
+
+    if args.precision not in PRECISIONS:
+        raise choices_error("precision", args.precision, PRECISIONS)
+    platform = load_platform(args.platform)
+    require_dla(platform)
+    if args.tensorrt:
+        platform = platform.with_dla_ruleset(args.tensorrt)
+    backend = SimBackend(platform, analysis)
+    config = None
+    if args.cuts and not args.option:
+        raise DseError("--cuts needs --option (the mapping option the cuts split the network for)")
+    if args.option:
+        if args.option not in platform.options:
+            raise choices_error(f"option of {platform.name}", args.option, platform.options)
+        try:
+            cuts = tuple(int(c) for c in args.cuts.split(",") if c.strip())
+        except ValueError:
+            raise DseError(f"--cuts {args.cuts!r}: expected comma-separated layer indices, e.g. 40,120") from None
+        option = platform.options[args.option]
+        streams = tuple(max(1, len(s.pes)) if s.pnd else 1 for s in option.stages)
+        config = Configuration(benchmark=args.model, platform=platform.name, option=args.option, cuts=cuts,
+                               streams=streams, precision=args.precision, input_size=backend.input_size)
+    return explain(backend, config=config, precision=args.precision, network=args.model)
+
+
+def _inspect_dla(args, analysis) -> int:
+    import json
+
+    ex = _dla_explanation(args, analysis)
+    if args.json:
+        print(json.dumps(ex.to_dict(), indent=2))
+        return 0
+    print_dla(ex, all_layers=args.layers)
+    return 0
+
+
+def print_dla(ex, all_layers: bool = False) -> None:
+    """The explanation as tables: failing layers (every layer with ``all_layers``), DLA stages, limits, rewrites."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    where = (f"option {ex.option}, cuts {ex.cuts}" if ex.option else "whole network as one DLA stage on DLA core 0")
+    off = [v for v in ex.layers if not v.on_dla]
+    console.print(f"[bold]{ex.network}[/bold] on {ex.platform}: DLA rules of {ex.ruleset_label} "
+                  f"[{ex.ruleset}], {ex.precision.upper()}; {where}")
+    console.print(f"{len(ex.layers) - len(off)} of {len(ex.layers)} layers can run on the DLA")
+    rows = ex.layers if all_layers else off
+    if rows:
+        t = Table(title="layers" if all_layers else "layers the DLA cannot run")
+        for col in ("#", "name", "op", "DLA", "rule", "reason"):
+            t.add_column(col, justify="right" if col == "#" else "left", overflow="fold")
+        for v in rows:
+            t.add_row(str(v.index), v.name, v.op, "yes" if v.on_dla else "no", v.check,
+                      v.reason or v.note)
+        console.print(t)
+    st = Table(title="DLA stages (times per frame, as the virtual board charges them)")
+    for col in ("stage", "PE", "layers", "loadables", "fallback layers", "fallback ms", "reformat ms", "DLA ms",
+                "reasons"):
+        st.add_column(col, justify="left" if col in ("PE", "layers", "reasons") else "right", overflow="fold")
+    for s in ex.stages:
+        st.add_row(str(s.stage), s.pes, f"{s.first}..{s.last}", str(s.loadables), str(s.fallback_layers),
+                   f"{s.fallback_ms:.3f}", f"{s.reformat_ms:.3f}", f"{s.dla_ms:.3f}",
+                   ", ".join(f"{k} x{n}" for k, n in s.reasons.items()))
+    console.print(st)
+    lim = ex.limits
+    per_core = ", ".join(f"{k}: {n}" for k, n in ex.loadables_per_core.items())
+    console.print(f"loadables per core {per_core} (limit {lim['max_dla_loadables_per_core'] or 'none'}); "
+                  f"engines on the DLAs {ex.engines_on_dla} (limit {lim['max_dla_engines_total'] or 'none'})")
+    if ex.over_limit:
+        console.print(f"[red]refused by the SDK: {ex.over_limit}[/red]")
+    if ex.rewrites:
+        console.print("[bold]rewrites that keep layers on the DLA[/bold]")
+        for r in ex.rewrites:
+            console.print(f"  - {r}")

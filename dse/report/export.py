@@ -112,9 +112,14 @@ def jedi_config(config: Configuration, platform, *, n_layers: int, onnx_path: st
             "  instances = ( {\n" + "\n".join(body) + "\n  } );\n};\n")
 
 
-def trtexec_commands(config: Configuration, platform, *, stage_dir: str = "stages", engine_dir: str = "engines",
-                     calib_dir: str | None = "calib", trtexec: str = "trtexec") -> list[list[str]]:
+def trtexec_commands(config: Configuration, platform, **kwargs) -> list[list[str]]:
     """One trtexec command per engine: a PND stage gets one per DLA core with the streams split between them."""
+    return [cmd for _, cmd in _stage_commands(config, platform, **kwargs)]
+
+
+def _stage_commands(config: Configuration, platform, *, stage_dir: str = "stages", engine_dir: str = "engines",
+                    calib_dir: str | None = "calib", trtexec: str = "trtexec") -> list[tuple[int, list[str]]]:
+    """(stage index, trtexec command) per engine."""
     devices = stage_devices(config, platform)
     cmds = []
     for k, (dev, streams) in enumerate(zip(devices, config.streams)):
@@ -140,12 +145,15 @@ def trtexec_commands(config: Configuration, platform, *, stage_dir: str = "stage
             elif config.precision == "fp16":
                 cmd.append("--fp16")
             cmd.append(f"--streams={s}")
-            cmds.append(cmd)
+            cmds.append((k, cmd))
     return cmds
 
 
-def trtexec_script(config: Configuration, platform, model: str = "MODEL", **kwargs) -> str:
-    cmds = trtexec_commands(config, platform, **kwargs)
+def trtexec_script(config: Configuration, platform, model: str = "MODEL", stage_notes: dict | None = None,
+                   **kwargs) -> str:
+    """The commands as a shell script; ``stage_notes`` (stage index -> comment lines, e.g. the DLA placement the
+    rules expect) go above each stage's commands."""
+    cmds = _stage_commands(config, platform, **kwargs)
     stage_dir = kwargs.get("stage_dir", "stages")
     lines = ["#!/bin/sh", "# Per-stage trtexec commands exported by `dse export trtexec`",
              f"# configuration {config.hash}: {config.benchmark} on {config.platform}, option {config.option}, "
@@ -153,5 +161,10 @@ def trtexec_script(config: Configuration, platform, model: str = "MODEL", **kwar
              "# stage models: dse partition %s --cuts %s --input-size %d -o %s" % (
                  model, ",".join(str(c) for c in config.cuts) or "''", config.input_size, stage_dir),
              "set -e", f"mkdir -p {shlex.quote(kwargs.get('engine_dir', 'engines'))}"]
-    lines += [" ".join(shlex.quote(p) for p in c) for c in cmds]
+    noted = set()
+    for k, c in cmds:
+        if stage_notes and k in stage_notes and k not in noted:
+            lines += [f"# {line}" for line in stage_notes[k]]
+            noted.add(k)
+        lines.append(" ".join(shlex.quote(p) for p in c))
     return "\n".join(lines) + "\n"

@@ -49,6 +49,7 @@ SCHEMA = pa.schema([
     ("stage_ms", pa.list_(pa.float64())),
     ("dla_loadables", pa.int32()),
     ("fallback_layers", pa.int32()),
+    ("fallback_reasons", pa.map_(pa.string(), pa.int32())),   # failed DLA rule (op/feature) -> layers; null: unknown
     ("engine_keys", pa.list_(pa.string())),
     ("engines_built", pa.map_(pa.string(), pa.int32())),   # engines this measurement's builds added, per PE type
     ("build_s", pa.float64()),
@@ -100,6 +101,8 @@ def measurement_row(m: Measurement, *, phase: str, strategy: str, seed: int = 0,
         "power_w": measured(m.power_w), "energy_j_per_frame": measured(m.energy_j_per_frame),
         "stage_ms": [float(x) for x in m.stage_ms] if ok else None,
         "dla_loadables": int(m.dla_loadables), "fallback_layers": int(m.fallback_layers),
+        "fallback_reasons": ({str(k): int(v) for k, v in m.fallback_reasons.items()}
+                             if m.fallback_reasons is not None else None),
         "engine_keys": list(m.engine_keys), "engines_built": dict(engines_built or {}),
         "build_s": float(m.build_s), "measure_s": float(m.measure_s), "timestamp": datetime.now(timezone.utc),
         "seed": int(seed), "versions": versions(), "context": context, "repeat": int(repeat),
@@ -140,6 +143,13 @@ LEGACY_STATUS = {"failed": "error"}
 RETRIED_STATUSES = ("error", *LEGACY_STATUS)
 
 
+def _reasons(value) -> dict[str, int] | None:
+    """A stored map column (pairs, a dict, or null/NaN for a row that did not record it)."""
+    if value is None or isinstance(value, float):
+        return None
+    return {str(k): int(v) for k, v in dict(value).items()}
+
+
 def row_to_measurement(row: dict) -> Measurement:
     """Rebuild a Measurement from a stored row (the measurement cache); nulls read as "not measured"."""
     from dse.configuration import Configuration
@@ -157,6 +167,7 @@ def row_to_measurement(row: dict) -> Measurement:
         power_w=value("power_w", None), energy_j_per_frame=value("energy_j_per_frame", None),
         stage_ms=[float(x) for x in (row.get("stage_ms") if row.get("stage_ms") is not None else [])],
         dla_loadables=int(row["dla_loadables"]), fallback_layers=int(row["fallback_layers"]),
+        fallback_reasons=_reasons(row.get("fallback_reasons")),
         engine_keys=[str(k) for k in (row.get("engine_keys") if row.get("engine_keys") is not None else [])],
         build_s=value("build_s"), measure_s=value("measure_s"), backend=row["backend"] or "",
     )

@@ -72,6 +72,7 @@ def report(run: str | Path) -> Path:
                                                  failed["reason"].value_counts().head(5).items()) + "."
            if len(failed) else ""),
         "",
+        *_dla_section(ctx, best),
         "## Plots",
         "",
         "![FPS per option](plots/fps_per_option.png)",
@@ -82,6 +83,39 @@ def report(run: str | Path) -> Path:
         "",
     ]
     return write_text_atomic(run / "report.md", "\n".join(lines))
+
+
+def _dla_section(ctx: RunContext, best: dict) -> list[str]:
+    """Why layers of the best configuration's DLA stages run on the GPU (``dse inspect --dla`` for any other)."""
+    from dse.backends.sim import SimBackend
+    from dse.configuration import Configuration
+    from dse.dla.explain import explain
+
+    platform = ctx.platform
+    if platform.dla_rules is None or platform.cost is None:
+        return []
+    config = Configuration.from_dict(best["config"])
+    if not any(s.pe_type == "dla" for s in platform.options[config.option].stages):
+        whole = explain(SimBackend(platform, ctx.analysis), precision=config.precision)
+        counts = whole.reason_counts
+        return [f"## DLA fallback ({whole.ruleset_label} rules)", "",
+                f"The best configuration (option {config.option}) has no DLA stage. Of the whole network "
+                f"{sum(v.on_dla for v in whole.layers)} of {len(whole.layers)} layers can run on the DLA"
+                + (": the rest " + ", ".join(f"{k} x{n}" for k, n in counts.items()) if counts else "") + ".", ""]
+    ex = explain(SimBackend(platform, ctx.analysis), config=config)
+    rows = [{"Stage": s.stage, "PE": s.pes, "Layers": f"{s.first}..{s.last}", "Loadables": s.loadables,
+             "Fallback layers": s.fallback_layers, "Fallback (ms)": round(s.fallback_ms, 3),
+             "Reformat (ms)": round(s.reformat_ms, 3),
+             "Why": ", ".join(f"{k} x{n}" for k, n in s.reasons.items()) or "-"} for s in ex.stages]
+    lim = ex.limits
+    return [f"## DLA fallback ({ex.ruleset_label} rules)", "", markdown_table(rows),
+            "Loadables per core: " + ", ".join(f"{k} {n}" for k, n in ex.loadables_per_core.items())
+            + f" (limit {lim['max_dla_loadables_per_core'] or 'none'}); engines on the DLAs {ex.engines_on_dla} "
+              f"(limit {lim['max_dla_engines_total'] or 'none'}). Times are the virtual board's charges per frame."
+            + "".join(f" Rewrite: {r}." for r in ex.rewrites)
+            + f" Per layer: `dse inspect {ctx.measure_settings.model or 'MODEL'} --dla --platform {platform.name} "
+              f"--option {config.option} --cuts {','.join(map(str, config.cuts))} --precision {config.precision}`.",
+            ""]
 
 
 def _base_g(frame) -> float:

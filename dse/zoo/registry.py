@@ -72,9 +72,23 @@ def cfg_path(name: str) -> Path:
     return Path(str(resources.files("dse.zoo") / "cfg" / f"{name}.cfg"))
 
 
+# `NAME-<activation>`: a zoo network with its ReLUs swapped, e.g. the thesis networks with the original Darknet
+# leaky ReLU (`yolov4-leaky`), to see what the DLA rules of each TensorRT release make of them
+VARIANT_ACTIVATIONS = ("leaky", "mish", "swish")
+
+
+def activation_variant(name: str) -> tuple[str, str | None]:
+    """'yolov4-leaky' -> ('yolov4', 'leaky'); a plain zoo name or a path -> (name, None)."""
+    base, _, act = str(name).rpartition("-")
+    if act in VARIANT_ACTIVATIONS and base in ZOO:
+        return base, act
+    return str(name), None
+
+
 def resolve(name_or_cfg: str | Path) -> tuple[Path, int | None]:
-    """A zoo name -> (its cfg, its default input size); a path to a .cfg -> (the path, None = cfg's own)."""
-    text = str(name_or_cfg)
+    """A zoo name (or `NAME-<activation>` variant) -> (its cfg, its default input size); a path to a .cfg ->
+    (the path, None = cfg's own)."""
+    text, _ = activation_variant(str(name_or_cfg))
     if text in ZOO:
         return cfg_path(text), ZOO[text].input_size
     if isinstance(name_or_cfg, Path) or text.endswith(".cfg") or os.sep in text:
@@ -82,7 +96,21 @@ def resolve(name_or_cfg: str | Path) -> tuple[Path, int | None]:
         if not path.is_file():
             raise DseError(f"cfg file not found: {path}")
         return path, None
-    raise choices_error("network", text, ZOO)
+    raise choices_error("network", text, [*ZOO, *(f"NAME-{a}" for a in VARIANT_ACTIVATIONS)])
+
+
+def _sections(name_or_cfg: str | Path):
+    """What the converter reads: the cfg path, or for an activation variant its sections with every ReLU swapped."""
+    path, default = resolve(name_or_cfg)
+    base, act = activation_variant(str(name_or_cfg))
+    if act is None:
+        return path, default
+    from dse.zoo.cfgparse import parse_cfg
+
+    text = path.read_text(encoding="utf-8")
+    swapped = "\n".join(f"activation={act}" if line.strip().replace(" ", "") == "activation=relu" else line
+                         for line in text.splitlines())
+    return parse_cfg(swapped, source=f"{base}-{act}.cfg"), default
 
 
 def build_network(name_or_cfg: str | Path, input_size: int | None = None, batch: int = 1, seed: int = 0,
@@ -92,14 +120,14 @@ def build_network(name_or_cfg: str | Path, input_size: int | None = None, batch:
     input_size=None uses the zoo default (416 for the thesis networks, 64 for the tiny ones) or, for a
     user cfg, its [net] width/height. Random weights are seeded: the same arguments give identical bytes.
     """
-    path, default = resolve(name_or_cfg)
-    return convert(path, input_size or default, batch, seed, weights)
+    cfg, default = _sections(name_or_cfg)
+    return convert(cfg, input_size or default, batch, seed, weights)
 
 
 def network_layers(name_or_cfg: str | Path) -> int:
     """ONNX node count of a network (independent of input size), computed without weights."""
-    path, default = resolve(name_or_cfg)
-    return count_nodes(path, default)
+    cfg, default = _sections(name_or_cfg)
+    return count_nodes(cfg, default)
 
 
 def save_network(model: onnx.ModelProto, path: str | Path) -> Path:

@@ -41,6 +41,7 @@ class Planned:
     extra_engines: list[StageCost] = field(default_factory=list)   # e.g. the DLA engine of an interleaved stage
     dla_engines: int = 0                                           # engines deserialized on the DLAs
     dla_loadables_per_core: dict[int, int] = field(default_factory=dict)
+    fallback_reasons: dict[str, int] = field(default_factory=dict)   # failed DLA rule -> fallback layers
 
 
 class SimBackend:
@@ -128,6 +129,7 @@ class SimBackend:
         stages, runtimes = [], []
         loadables = fallback = engines = 0
         per_core: dict[int, int] = {}   # DLA core -> loadables deserialized on it
+        fallback_ids: list[int] = []
         extra: list[StageCost] = []
         dla_names = [d.name for d in p.dla_pes()]
         for k, spec in enumerate(option.stages):
@@ -148,6 +150,7 @@ class SimBackend:
                 if used:
                     loadables += dsc.loadables * len(used)
                     fallback += dsc.fallback_layers
+                    fallback_ids += dsc.fallback_ids
                     extra.append(dsc)
                     engines += len(used)
                     for c in used:
@@ -163,6 +166,7 @@ class SimBackend:
             if spec.pe_type == "dla":
                 loadables += sc.loadables * len(spec.pes)
                 fallback += sc.fallback_layers
+                fallback_ids += sc.fallback_ids
                 engines += len(set(cores))
                 for c in set(cores):
                     per_core[c] = per_core.get(c, 0) + sc.loadables
@@ -172,7 +176,8 @@ class SimBackend:
         post = p.prepost.post_us(boxes, config.batch)
         cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
         return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
-                       dla_engines=engines, dla_loadables_per_core=per_core)
+                       dla_engines=engines, dla_loadables_per_core=per_core,
+                       fallback_reasons=cm.fallback_reasons(fallback_ids))
 
     def _limit_reason(self, config: Configuration, planned: Planned) -> str | None:
         """The SDK's DLA limits: engines deserialized on the DLAs at once (4 on Xavier with TensorRT 6, thesis
@@ -221,6 +226,7 @@ class SimBackend:
         if reason:
             m = Measurement.refused(config, reason, backend=self.name)
             m.dla_loadables, m.fallback_layers = planned.loadables, planned.fallback_layers
+            m.fallback_reasons = dict(planned.fallback_reasons)
             return m, None
         engine_keys, build_s = self._engines(config, planned)
         res = simulate(self.sim_input(config, planned, trace=trace, repeat=repeat))
@@ -257,8 +263,8 @@ class SimBackend:
             latency_ms_p99=round(p99, 4), util=util, cpu_util=round(cpu_util, 4), power_w=round(power, 3),
             energy_j_per_frame=round(power / fps, 6) if fps > 0 else 0.0,
             stage_ms=[round(sum(ph[1] for ph in rt.phases) / 1000.0 * lat_noise, 4) for rt in planned.runtimes],
-            dla_loadables=planned.loadables,
-            fallback_layers=planned.fallback_layers, backend=self.name)
+            dla_loadables=planned.loadables, fallback_layers=planned.fallback_layers,
+            fallback_reasons=dict(planned.fallback_reasons), backend=self.name)
 
     def _measure_layer_mapping(self, config: Configuration, repeat: int) -> Measurement:
         """A (checked) per-layer mapping: a sim profile of the PE kinds it uses (``ProfileTable.from_sim``), the

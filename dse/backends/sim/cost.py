@@ -39,6 +39,8 @@ class StageCost:
     loadables: int = 0
     fallback_layers: int = 0
     fallback_ids: list[int] = field(default_factory=list)
+    fallback_us: float = 0.0     # GPU time of the fallback layers of a DLA stage
+    reformat_us: float = 0.0     # GPU-side copies at the DLA <-> GPU boundaries of a DLA stage
 
     @property
     def total_us(self) -> float:
@@ -75,7 +77,9 @@ class CostModel:
         self.table = table
         self.scale = float(scale)
         self._cache: dict[tuple, _PerLayer] = {}
-        self.dla_ok = self._dla_support()
+        rules = platform.dla_rules
+        self.dla_checks = [v.check for v in rules.verdicts(table)] if rules is not None else ["no-dla"] * table.n
+        self.dla_ok = np.array([not c for c in self.dla_checks], dtype=bool)
         # An unsupported layer nothing reads (a detection head feeding only network outputs) runs on the GPU
         # but does not split the DLA subgraph: TensorRT's DLA partitions are connected components.
         leaf = table.leaf if table.leaf is not None else np.zeros(table.n, dtype=bool)
@@ -83,9 +87,12 @@ class CostModel:
         self._leaf_fallback = np.flatnonzero(~self.dla_ok & leaf)
 
     # ---- per layer -------------------------------------------------------------------------------
-    def _dla_support(self) -> np.ndarray:
-        rules = self.platform.dla_rules
-        return rules.layer_support(self.table) if rules is not None else np.zeros(self.table.n, dtype=bool)
+    def fallback_reasons(self, layer_ids) -> dict[str, int]:
+        """Failed DLA rule (``op/feature``) -> count over some fallback layers."""
+        out: dict[str, int] = {}
+        for i in layer_ids:
+            out[self.dla_checks[i]] = out.get(self.dla_checks[i], 0) + 1
+        return out
 
     def per_layer(self, pe_type: str, precision: str, batch: int) -> _PerLayer:
         key = (pe_type, precision, int(batch))
@@ -192,8 +199,10 @@ class CostModel:
         phases: list[Phase] = []
         loadables = fallback = 0
         fallback_ids: list[int] = []
+        spent = {"reformat": 0.0, "fallback": 0.0}
 
         def add_gpu(us: float, occ_us: float, label: str):
+            spent[label] += us
             if phases and phases[-1].resource == "gpu":
                 prev = phases[-1]
                 tot = prev.us + us
@@ -232,7 +241,7 @@ class CostModel:
             fallback += len(leaves)
             fallback_ids.extend(int(i) for i in leaves)
         return StageCost(first, last, "dla", tuple(phases), loadables=loadables, fallback_layers=fallback,
-                         fallback_ids=fallback_ids)
+                         fallback_ids=fallback_ids, fallback_us=spent["fallback"], reformat_us=spent["reformat"])
 
     def stage(self, first: int, last: int, pe_type: str, precision: str, batch: int) -> StageCost:
         if pe_type == "gpu":

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from dse.dla.features import table_features
 
 # activations TensorRT fuses into the producing convolution (no launch, no extra memory pass)
 FUSIBLE_ACTIVATIONS = frozenset({"Relu", "LeakyRelu", "Clip", "BatchNormalization", "Mish", "PRelu",
@@ -77,15 +79,16 @@ class LayerTable:
     out_elems: np.ndarray       # per image
     kind: list[str]             # conv, conv_1x1, conv_grouped, conv_depthwise, gemm, eltwise, free, head
     fused: np.ndarray           # bool: folded into its producer on both PEs
-    kernel: np.ndarray          # max kernel extent (0 if none)
     out_channels: np.ndarray    # channels of the first output (0 if unknown)
-    concat_axis: np.ndarray     # axis of a Concat (-99 otherwise)
     crossing_bytes: np.ndarray  # [c]: fp32 bytes per image of tensors produced at <= c and read after c
     input_bytes: float          # network input per image, fp32
     boxes: int                  # candidate boxes per image of the detection heads (for post-processing)
     batch: int                  # batch the table was analysed at
     digest: str
     leaf: np.ndarray | None = None   # bool: no layer reads its outputs (e.g. a YOLO head feeding only outputs)
+    features: list[dict] = field(default_factory=list)   # per layer, what the DLA rules check (dse.dla.features)
+    inputs: list[list[str]] = field(default_factory=list)    # per layer, the tensors it reads / writes (when stored)
+    outputs: list[list[str]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -166,14 +169,11 @@ def layer_table(frame, digest: str | None = None) -> LayerTable:
             tensor_bytes[t] = e * 4.0 if e else per
 
     kind: list[str] = []
-    kernel = np.zeros(n)
     out_channels = np.array([float(shapes[0][1]) if shapes and len(shapes[0]) >= 2 else 0.0
                              for shapes in out_shapes])
-    concat_axis = np.full(n, -99.0)
     for i in range(n):
         op, a, low = ops[i], attrs[i], names[i].lower()
         ks = [int(k) for k in _as_list(a.get("kernel_shape"))] or [0]
-        kernel[i] = max(ks)
         if low.startswith("yolo") or low.startswith("region"):
             kind.append("head")
         elif op in CONV_OPS:
@@ -195,8 +195,6 @@ def layer_table(frame, digest: str | None = None) -> LayerTable:
             kind.append("free")
         else:
             kind.append("eltwise")
-        if op == "Concat":
-            concat_axis[i] = float(a.get("axis", 1))
 
     has_graph = bool(producer) and any(inputs)
     fused = np.zeros(n, dtype=bool)
@@ -241,8 +239,9 @@ def layer_table(frame, digest: str | None = None) -> LayerTable:
         h.update(json.dumps([names, ops, macs.tolist()]).encode())
         digest = h.hexdigest()[:16]
     return LayerTable(names=names, op_types=ops, macs=macs, param_bytes=param_bytes, in_bytes=in_bytes,
-                      out_bytes=out_bytes, out_elems=out_elems, kind=kind, fused=fused, kernel=kernel, out_channels=out_channels,
-                      concat_axis=concat_axis, crossing_bytes=crossing, input_bytes=input_bytes,
+                      out_bytes=out_bytes, out_elems=out_elems, kind=kind, fused=fused, out_channels=out_channels,
+                      crossing_bytes=crossing, input_bytes=input_bytes,
                       boxes=_detect_boxes(names, ops, out_shapes), batch=batch, digest=digest,
                       leaf=np.array([bool(outs) and not any(consumers.get(t) for t in outs) for outs in outputs],
-                                    dtype=bool))
+                                    dtype=bool),
+                      features=table_features(ops, attrs, inputs, out_shapes, outputs, param_bytes), inputs=inputs, outputs=outputs)
