@@ -77,6 +77,7 @@ def check(path: Path, shape: str, platform: str) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheel-dir", type=Path, default=Path.home() / ".cache" / "dse" / "third-party")
+    ap.add_argument("--output", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = []
     for name, path in fetch(args.wheel_dir).items():
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
                   f"{row['with_reason']} reasons for {row['layers'] - row['dla_layers']} off, "
                   f"{row['whole_network_loadables']} loadables, equal {row['loadables_equal']}/{row['configs_checked']}",
                   flush=True)
-    write_result(OUT, {"command": "python -m bench.dla_third_party", "wheel": WHEEL, "rows": rows})
+    write_result(args.output, {"command": "python -m bench.dla_third_party", "wheel": WHEEL, "rows": rows})
     return 0
 
 

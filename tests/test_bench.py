@@ -59,3 +59,14 @@ def test_end_to_end_tiny(tmp_path):
     assert set(data["runs"]) == {"cold", "warm"}
     assert all(r["rc"] == 0 and r["wall_s"] > 0 for r in data["runs"].values())
     assert data["reports"] == ["results/tiny-detector/xavier-agx-sim/int8-b1-64/report.md"]
+
+
+def test_dla_fallback_tiny(tmp_path):
+    from bench import dla_fallback
+
+    out = tmp_path / "dla.json"
+    assert dla_fallback.main(["--networks", "yolov2-tiny", "--output", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["variant"] for r in rows] == ["relu-trt6", "leaky-trt85"]
+    assert rows[0]["ruleset"] == "tensorrt-6" and rows[1]["ruleset"] == "tensorrt-8.5"
+    assert rows[1]["relu_answer_fps_here"] > 0 and rows[1]["model"] == "yolov2-tiny-leaky"
