@@ -45,6 +45,21 @@ def over_limit(platform: Platform, counts) -> str | None:
     return None
 
 
+def dla_limit_reason(platform: Platform, engines: int, loadables_per_core: dict[int, int],
+                     fallback_layers: int) -> str | None:
+    """The SDK's DLA limits: engines deserialized on the DLAs at once (4 on Xavier with TensorRT 6, thesis Sec. 2:
+    so at most 4 DLA-mapped stages) and loadables per core (GPU fallback splits an engine); None within them."""
+    lim = platform.limits
+    if lim.max_dla_engines_total is not None and engines > lim.max_dla_engines_total:
+        return f"{engines} engines on the DLAs exceed the platform limit of {lim.max_dla_engines_total}"
+    if lim.max_dla_loadables_per_core is not None:
+        for core, count in sorted(loadables_per_core.items()):
+            if count > lim.max_dla_loadables_per_core:
+                return (f"{count} loadables on DLA{core} (GPU fallback of {fallback_layers} layer(s) splits the DLA "
+                        f"engines) exceed the limit of {lim.max_dla_loadables_per_core} per core")
+    return None
+
+
 def check_cuts(config: Configuration, analysis) -> str | None:
     """The cut tuple is feasible on the analysed network (None without cuts or without an analysis)."""
     if not config.cuts or analysis is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from dse.backends.checks import dla_limit_reason
+from dse.dla.rules import reason_counts
 from dse.errors import DseError
 
 
@@ -23,6 +25,7 @@ class LayerVerdict:
     reason: str = ""
     source: str = ""
     note: str = ""
+    int8: bool = True
 
 
 @dataclass
@@ -76,17 +79,11 @@ def require_dla(platform) -> None:
                        f"cores, e.g. xavier-agx-sim or orin-agx-sim")
 
 
-def rule_verdicts(table, platform) -> list[LayerVerdict]:
-    """The platform's verdict for every layer of a ``LayerTable``."""
-    require_dla(platform)
-    rules = platform.dla_rules
-    return [LayerVerdict(i, table.names[i], table.op_types[i], v.on_dla, v.check, v.reason, v.source, v.note)
-            for i, v in enumerate(rules.verdicts(table))]
-
-
-def reason_counts(verdicts: list[LayerVerdict], layer_ids) -> dict[str, int]:
-    """Failed checks over some layers (e.g. a stage's fallback layers), most frequent first."""
-    return dict(Counter(verdicts[i].check for i in layer_ids if not verdicts[i].on_dla).most_common())
+def layer_verdicts(cost_model) -> list[LayerVerdict]:
+    """The verdict for every layer, as the sim's cost model holds them (the rules are checked once per network)."""
+    t = cost_model.table
+    return [LayerVerdict(i, t.names[i], t.op_types[i], v.on_dla, v.check, v.reason, v.source, v.note, v.int8)
+            for i, v in enumerate(cost_model.dla_verdicts)]
 
 
 def _patterns(table) -> dict[str, list[int]]:
@@ -124,7 +121,7 @@ def rewrites(table, verdicts: list[LayerVerdict], ruleset, layer_ids) -> list[st
     out, seen = [], set()
     for name, members in _patterns(table).items():
         failing = [i for i in members if i in ids and not verdicts[i].on_dla]
-        text = ruleset.pattern_rewrite(name)
+        text = ruleset.rewrite(pattern=name)
         if failing and text:
             out.append(f"{name}: {text}")
             seen.update(verdicts[i].check.split("/")[0] for i in failing)
@@ -136,7 +133,7 @@ def rewrites(table, verdicts: list[LayerVerdict], ruleset, layer_ids) -> list[st
         if op in seen:
             continue
         seen.add(op)
-        text = ruleset.rewrite_for(v.check)
+        text = ruleset.rewrite(op=op)
         if text:
             out.append(f"{op}: {text}")
     return out
@@ -146,8 +143,11 @@ def explain(backend, *, config=None, precision: str = "int8", network: str = "")
     """Explain the DLA placement of one network on the sim ``backend``'s platform, for a ``Configuration``
     (its DLA stages) or, without one, for the whole network as one DLA stage on core 0."""
     platform = backend.platform
+    require_dla(platform)
     table = backend.table
-    verdicts = rule_verdicts(table, platform)
+    cm = backend.cost_model(config.input_size if config is not None else None)
+    verdicts = layer_verdicts(cm)
+    checks = [v.check for v in verdicts]
     ruleset = platform.dla_rules.ruleset
     limits = {"max_dla_loadables_per_core": platform.limits.max_dla_loadables_per_core,
               "max_dla_engines_total": platform.limits.max_dla_engines_total, "max_batch": ruleset.max_batch}
@@ -155,13 +155,11 @@ def explain(backend, *, config=None, precision: str = "int8", network: str = "")
     per_core: dict[str, int] = {}
     dla_names = [d.name for d in platform.dla_pes()]
     if config is None:
-        sc = backend.cost_model().dla_stage(0, table.n - 1, precision, 1)
-        stages.append(_stage(1, dla_names[0], sc, verdicts))
+        sc = cm.dla_stage(0, table.n - 1, precision, 1)
+        stages.append(_stage(1, dla_names[0], sc, checks))
         per_core[dla_names[0]] = sc.loadables
-        engines, over, option, cuts = 1, "", None, []
-        lim = platform.limits.max_dla_loadables_per_core
-        if lim is not None and sc.loadables > lim:
-            over = f"{sc.loadables} loadables on {dla_names[0]} exceed the limit of {lim} per core"
+        engines, option, cuts = 1, None, []
+        over = dla_limit_reason(platform, engines, {0: sc.loadables}, sc.fallback_layers) or ""
     else:
         reason = backend.check(config)
         if reason:
@@ -170,10 +168,10 @@ def explain(backend, *, config=None, precision: str = "int8", network: str = "")
         option = platform.options[config.option]
         for k, (spec, sc) in enumerate(zip(option.stages, planned.stages), start=1):
             if spec.pe_type == "dla":
-                stages.append(_stage(k, "|".join(spec.pes), sc, verdicts))
+                stages.append(_stage(k, "|".join(spec.pes), sc, checks))
         per_core = {dla_names[c]: n for c, n in sorted(planned.dla_loadables_per_core.items())}
         engines = planned.dla_engines
-        over = backend._limit_reason(config, planned) or ""
+        over = dla_limit_reason(platform, engines, planned.dla_loadables_per_core, planned.fallback_layers) or ""
         option, cuts, precision = config.option, list(config.cuts), config.precision
     ids = [i for s in stages for i in range(s.first, s.last + 1)]
     return DlaExplanation(network=network, platform=platform.name, ruleset=ruleset.name,
@@ -182,11 +180,11 @@ def explain(backend, *, config=None, precision: str = "int8", network: str = "")
                           limits=limits, over_limit=over, rewrites=rewrites(table, verdicts, ruleset, ids))
 
 
-def _stage(k: int, pes: str, sc, verdicts) -> StageExplanation:
+def _stage(k: int, pes: str, sc, checks: list[str]) -> StageExplanation:
     return StageExplanation(stage=k, pes=pes, first=sc.first, last=sc.last, loadables=sc.loadables,
                             fallback_layers=sc.fallback_layers, fallback_ms=sc.fallback_us / 1000.0,
                             reformat_ms=sc.reformat_us / 1000.0, dla_ms=sc.dla_us / 1000.0,
-                            reasons=reason_counts(verdicts, sc.fallback_ids))
+                            reasons=reason_counts(checks, sc.fallback_ids))
 
 
 def trtexec_notes(ex: DlaExplanation, max_names: int = 12) -> dict[int, list[str]]:
@@ -196,7 +194,7 @@ def trtexec_notes(ex: DlaExplanation, max_names: int = 12) -> dict[int, list[str
     for s in ex.stages:
         layers = ex.layers[s.first:s.last + 1]
         off = [v for v in layers if not v.on_dla]
-        fp16 = [v for v in layers if v.on_dla and "runs as FP16" in v.note]
+        fp16 = [v for v in layers if v.on_dla and not v.int8]
         lines = [f"stage {s.stage - 1} on {s.pes}: DLA rules of {ex.ruleset_label} expect {s.loadables} DLA "
                  f"loadable(s) and {len(off)} GPU fallback layer(s)"]
         if off:

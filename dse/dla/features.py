@@ -3,6 +3,8 @@ shapes, the tensors each layer reads). A fact the table cannot give (a network i
 operand) is left out and its rules are not checked: the verdict never guesses a failure."""
 from __future__ import annotations
 
+from math import prod
+
 CONV_LIKE = frozenset({"Conv", "ConvTranspose"})
 POOLS = frozenset({"MaxPool", "AveragePool", "LpPool"})
 GLOBAL_POOLS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
@@ -26,16 +28,8 @@ def broadcast_kind(out_shape, in_shapes, n_inputs: int, const_elems: int | None)
     if not out_shape:
         return "other"
     n, c = (out_shape[0], out_shape[1]) if len(out_shape) > 1 else (out_shape[0], 1)
-    full = 1
-    for d in out_shape:
-        full *= int(d)
-    sizes = []
-    for s in in_shapes:
-        if s is not None:
-            e = 1
-            for d in s:
-                e *= int(d)
-            sizes.append(e)
+    full = prod(int(d) for d in out_shape)
+    sizes = [prod(int(d) for d in s) for s in in_shapes if s is not None]
     if n_inputs < 2 and const_elems is not None:
         sizes.append(const_elems * n)   # a constant is broadcast over the batch
     kinds = {"none" if e == full else "channel" if e == n * c else "scalar" if e == n else "other" for e in sizes}

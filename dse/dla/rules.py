@@ -8,13 +8,14 @@ model and ``dse inspect --dla`` read the same verdicts.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+from dse.configuration import PRECISIONS
 from dse.errors import DseError
 
-PRECISIONS = ("fp32", "fp16", "int8")
 LIMIT_KEYS = ("max_batch", "max_dim", "max_loadables_per_core", "max_engines_total", "precisions", "sources")
 OP_KEYS = ("layer", "limits", "values", "precisions", "note", "source", "unsupported")
 
@@ -27,7 +28,8 @@ class Verdict:
     check: str = ""          # "" when on the DLA; e.g. "LeakyRelu/unsupported", "MaxPool/kernel", "Foo/unknown"
     reason: str = ""
     source: str = ""
-    note: str = ""           # a caveat even when on the DLA (e.g. "INT8 runs as FP16")
+    note: str = ""           # a caveat even when on the DLA
+    int8: bool = True        # False: no INT8 kernel on the DLA, an INT8 engine runs it in FP16
 
 
 @dataclass(frozen=True)
@@ -90,24 +92,14 @@ class DlaRuleSet:
             if v not in allowed:
                 return Verdict(False, f"{op}/{feat}", f"{rule.layer or op} {feat} {v!r} not one of "
                                                       f"{', '.join(map(repr, allowed))}", src)
-        note = rule.note
-        if rule.precisions is not None and "int8" not in rule.precisions:
-            note = (note + "; " if note else "") + "no INT8 on the DLA: runs as FP16 in INT8 engines"
-        return Verdict(True, source=src, note=note)
+        int8 = rule.precisions is None or "int8" in rule.precisions
+        note = rule.note if int8 else (rule.note + "; " if rule.note else "") + "no INT8 on the DLA: runs as FP16 in INT8 engines"
+        return Verdict(True, source=src, note=note, int8=int8)
 
-    def rewrite_for(self, check: str) -> str:
-        """Advice for a failed check (``op/feature``): a rewrite naming an op, else ''."""
-        op = check.split("/", 1)[0]
-        for r in self.rewrites:
-            if r.get("op") == op:
-                return str(r.get("text", ""))
-        return ""
-
-    def pattern_rewrite(self, pattern: str) -> str:
-        for r in self.rewrites:
-            if r.get("pattern") == pattern:
-                return str(r.get("text", ""))
-        return ""
+    def rewrite(self, *, op: str = "", pattern: str = "") -> str:
+        """The advice for an op (``rewrites[].op``) or an activation pattern (``rewrites[].pattern``), else ''."""
+        key, value = ("op", op) if op else ("pattern", pattern)
+        return next((str(r.get("text", "")) for r in self.rewrites if r.get(key) == value), "")
 
 
 def _fmt(v) -> str:
@@ -186,15 +178,21 @@ def known_rulesets() -> dict[str, DlaRuleSet]:
     return {rs.name: rs for rs in sorted(out, key=lambda r: r.version)}
 
 
+def reason_counts(checks: list[str], layer_ids) -> dict[str, int]:
+    """Failed checks (``Verdict.check``) over some layers, e.g. a stage's fallback layers, most frequent first."""
+    return dict(Counter(checks[i] for i in layer_ids if checks[i]).most_common())
+
+
 def ruleset_for(toolkit_version: str) -> DlaRuleSet:
     """The rule set of a toolkit version ('tensorrt-8.5.2', 'tensorrt-6.0-sim', '10.3', or a set's name)."""
     sets = known_rulesets()
     if str(toolkit_version) in sets:
         return sets[str(toolkit_version)]
-    m = re.search(r"\d+(?:\.\d+)*", str(toolkit_version))
+    text = str(toolkit_version)
+    m = re.search(r"\d+(?:\.\d+)*", text)
     ordered = list(sets.values())
     known = ", ".join(f"{r.name} ({'.'.join(map(str, r.version))}+)" for r in ordered)
-    if m is None or "tensorrt" not in str(toolkit_version).lower() and not re.fullmatch(r"[\d.]+", str(toolkit_version)):
+    if m is None or not ("tensorrt" in text.lower() or re.fullmatch(r"[\d.]+", text)):
         raise DseError(f"no DLA rule set for toolkit version {toolkit_version!r}: DLA rules exist for TensorRT "
                        f"only; known: {known}")
     version = _version(m.group(0))

@@ -95,14 +95,16 @@ def _dla_section(ctx: RunContext, best: dict) -> list[str]:
     if platform.dla_rules is None or platform.cost is None:
         return []
     config = Configuration.from_dict(best["config"])
+    # the run's own virtual board, or one on a real board's profile (its sim twin's cost model)
+    sim = ctx.backend if isinstance(ctx.backend, SimBackend) else SimBackend(platform, ctx.analysis)
     if not any(s.pe_type == "dla" for s in platform.options[config.option].stages):
-        whole = explain(SimBackend(platform, ctx.analysis), precision=config.precision)
+        whole = explain(sim, precision=config.precision)
         counts = whole.reason_counts
         return [f"## DLA fallback ({whole.ruleset_label} rules)", "",
                 f"The best configuration (option {config.option}) has no DLA stage. Of the whole network "
                 f"{sum(v.on_dla for v in whole.layers)} of {len(whole.layers)} layers can run on the DLA"
                 + (": the rest " + ", ".join(f"{k} x{n}" for k, n in counts.items()) if counts else "") + ".", ""]
-    ex = explain(SimBackend(platform, ctx.analysis), config=config)
+    ex = explain(sim, config=config)
     rows = [{"Stage": s.stage, "PE": s.pes, "Layers": f"{s.first}..{s.last}", "Loadables": s.loadables,
              "Fallback layers": s.fallback_layers, "Fallback (ms)": round(s.fallback_ms, 3),
              "Reformat (ms)": round(s.reformat_ms, 3),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings
-from dse.backends.checks import check_cuts, check_layout, check_stages
+from dse.backends.checks import check_cuts, check_layout, check_stages, dla_limit_reason
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
@@ -179,20 +179,6 @@ class SimBackend:
                        dla_engines=engines, dla_loadables_per_core=per_core,
                        fallback_reasons=cm.fallback_reasons(fallback_ids))
 
-    def _limit_reason(self, config: Configuration, planned: Planned) -> str | None:
-        """The SDK's DLA limits: engines deserialized on the DLAs at once (4 on Xavier with TensorRT 6, thesis
-        Sec. 2: so at most 4 DLA-mapped stages) and loadables per core (GPU fallback splits an engine)."""
-        lim = self.platform.limits
-        if lim.max_dla_engines_total is not None and planned.dla_engines > lim.max_dla_engines_total:
-            return (f"{planned.dla_engines} engines on the DLAs exceed the platform limit of "
-                    f"{lim.max_dla_engines_total}")
-        if lim.max_dla_loadables_per_core is not None:
-            for core, count in sorted(planned.dla_loadables_per_core.items()):
-                if count > lim.max_dla_loadables_per_core:
-                    return (f"{count} loadables on DLA{core} (GPU fallback of {planned.fallback_layers} layer(s) "
-                            f"splits the DLA engines) exceed the limit of {lim.max_dla_loadables_per_core} per core")
-        return None
-
     # ---- measuring --------------------------------------------------------------------------------------------
     def sim_input(self, config: Configuration, planned: Planned, trace: bool = False,
                   frames: int | None = None, repeat: int = 0) -> SimInput:
@@ -222,7 +208,8 @@ class SimBackend:
             m.measure_s = time.perf_counter() - t0
             return m, None
         planned = self.plan(config)
-        reason = self._limit_reason(config, planned)
+        reason = dla_limit_reason(self.platform, planned.dla_engines, planned.dla_loadables_per_core,
+                                  planned.fallback_layers)
         if reason:
             m = Measurement.refused(config, reason, backend=self.name)
             m.dla_loadables, m.fallback_layers = planned.loadables, planned.fallback_layers

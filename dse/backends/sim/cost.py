@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.backends.sim.layers import LayerTable
+from dse.dla.rules import reason_counts
 from dse.platform import PECost, Platform
 
 BYTES_SCALE = {"fp32": 1.0, "fp16": 0.5, "int8": 0.25}
@@ -78,8 +79,10 @@ class CostModel:
         self.scale = float(scale)
         self._cache: dict[tuple, _PerLayer] = {}
         rules = platform.dla_rules
-        self.dla_checks = [v.check for v in rules.verdicts(table)] if rules is not None else ["no-dla"] * table.n
-        self.dla_ok = np.array([not c for c in self.dla_checks], dtype=bool)
+        # the DLA rules' verdict per layer (None without a DLA): what runs where, and why not
+        self.dla_verdicts = rules.verdicts(table) if rules is not None else None
+        self.dla_ok = np.array([v.on_dla for v in self.dla_verdicts] if self.dla_verdicts else [False] * table.n,
+                               dtype=bool)
         # An unsupported layer nothing reads (a detection head feeding only network outputs) runs on the GPU
         # but does not split the DLA subgraph: TensorRT's DLA partitions are connected components.
         leaf = table.leaf if table.leaf is not None else np.zeros(table.n, dtype=bool)
@@ -89,10 +92,9 @@ class CostModel:
     # ---- per layer -------------------------------------------------------------------------------
     def fallback_reasons(self, layer_ids) -> dict[str, int]:
         """Failed DLA rule (``op/feature``) -> count over some fallback layers."""
-        out: dict[str, int] = {}
-        for i in layer_ids:
-            out[self.dla_checks[i]] = out.get(self.dla_checks[i], 0) + 1
-        return out
+        if self.dla_verdicts is None:
+            return {}
+        return reason_counts([v.check for v in self.dla_verdicts], layer_ids)
 
     def per_layer(self, pe_type: str, precision: str, batch: int) -> _PerLayer:
         key = (pe_type, precision, int(batch))
