@@ -5,6 +5,8 @@
 # Overrides: --config overrides='[benchmark=yolov4,precision=fp16]'   benchmarks='[yolov4,yolov3]'
 # Per-layer mapping (seeds 002/004): `snakemake --cores 2 layermap --config overrides='[platform=galaxy-s9-sim,
 # benchmark=mobilenet-v1]'` (workflow/rules/layermap.smk).
+# Several networks under deadlines with DVFS (thesis Ch. 4): `snakemake --cores 2 multi --config
+# overrides='[multi=ch4-alpha]'` (workflow/rules/multi.smk).
 import sys
 
 from dse.errors import DseError
@@ -40,6 +42,7 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/layermap.smk"
+include: "workflow/rules/multi.smk"
 
 
 rule all:

@@ -7,7 +7,7 @@ import sys
 
 from dse.errors import DseError
 
-COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "workflow")
+COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "multi", "workflow")
 
 
 def build_parser() -> argparse.ArgumentParser:

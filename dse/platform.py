@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 PE_TYPES = ("gpu", "dla", "cpu", "npu")
 TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe", "cpu", "pes", "cost", "dla_rules",
                   "limits", "prepost", "power", "noise", "sim", "options", "extra_options", "cores", "max_groups",
-                  "precisions", "transport", "board_costs", "comm", "purpose")
+                  "precisions", "transport", "board_costs", "comm", "purpose",
+                  # multi-app sim sections, read by dse.backends.sim.tasktime / .periodic (optional)
+                  "tasks", "dvfs", "contention")
 # What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
 # boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
 PURPOSES = ("pipeline", "layer-mapping")
@@ -224,7 +226,8 @@ class PrePost:
 
 @dataclass(frozen=True)
 class PowerModel:
-    """Board power = static + busy CPU cores + sum over PEs of dynamic * load * (f/fmax)^exponent.
+    """Board power = static + busy CPU cores + sum over PEs of dynamic * load * (f/fmax)^exponent (a PE may have
+    its own exponent: ``exponent_of``).
 
     Per-layer mapping (002 L236: energy = busy time x power of the PE) uses per-PE busy/idle powers instead:
     ``pe_busy_w``/``pe_idle_w`` per declared PE, ``cpu_busy_w``/``cpu_idle_w`` per core of a CPU core type."""
@@ -233,10 +236,14 @@ class PowerModel:
     cpu_core_w: float
     pe_dynamic_w: dict[str, float]
     freq_exponent: float = 2.4
+    pe_freq_exponent: dict[str, float] = field(default_factory=dict)   # per PE, where its rail voltage differs
     pe_busy_w: dict[str, float] = field(default_factory=dict)
     pe_idle_w: dict[str, float] = field(default_factory=dict)
     cpu_busy_w: dict[str, float] = field(default_factory=dict)
     cpu_idle_w: dict[str, float] = field(default_factory=dict)
+
+    def exponent_of(self, pe: str) -> float:
+        return self.pe_freq_exponent.get(pe, self.freq_exponent)
 
 
 @dataclass(frozen=True)
@@ -691,6 +698,8 @@ def _power(d: Mapping, where: str, pes: Mapping[str, PE], core_types: set[str]) 
 
     return PowerModel(static_w=float(pw.get("static_w", 0.0)), cpu_core_w=float(pw.get("cpu_core_w", 0.0)),
                       pe_dynamic_w=pe_dyn, freq_exponent=float(pw.get("freq_exponent", 2.4)),
+                      pe_freq_exponent={str(k): float(v["freq_exponent"]) for k, v in pe_section.items()
+                                        if v.get("freq_exponent") is not None},
                       pe_busy_w=watts(pe_section, "busy_w", "pe"), pe_idle_w=watts(pe_section, "idle_w", "pe"),
                       cpu_busy_w=watts(cpu, "busy_w", "cpu"), cpu_idle_w=watts(cpu, "idle_w", "cpu"))
 

@@ -70,7 +70,7 @@ CASES = [
     (["config", "show", "search.options=[A"], 2, "unbalanced brackets in override 'search.options=[A'"),
     (["config", "show", "search.options=A]"], 2, "unbalanced brackets in override 'search.options=A]'"),
     (["config", "show", "[search.options=[A,B]"], 2, "unbalanced brackets"),
-    (["config", "show", "platform.dla_rulez=1"], 2, "valid keys of platform: backend, board_model, cost"),
+    (["config", "show", "platform.dla_rulez=1"], 2, "valid keys of platform: backend, board_model, contention, cost"),
     (["config", "show", "platform.limits.max_foo=1"], 2, "valid keys of platform.limits: max_batch"),
     (["config", "show", "platform=host-cpu", "platform.corez=[0]"], 2, "valid keys of platform: backend"),
     # --- dse measure: refused configurations (exit 1) and bad input (exit 2) --------------------------------

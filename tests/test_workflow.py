@@ -139,7 +139,7 @@ BAD_OVERRIDES = [
     ("search.initial=bogus", "unknown search.initial 'bogus'; valid choices: auto, balanced, random"),
     ("search.options=[A,Z]", "unknown mapping option for platform xavier-agx-sim 'Z'; valid choices: A, B"),
     ("+compare.methods=[Oracle]", "unknown comparison method 'Oracle'"),
-    ("platform.dla_rulez=1", "valid keys of platform: backend, board_model, cost, cpu, dla_rules"),
+    ("platform.dla_rulez=1", "valid keys of platform: backend, board_model, contention, cost, cpu, dla_rules"),
     # what the platform's backend cannot measure with at all
     ("platform=host-cpu,precision=int8", "platform host-cpu runs precision(s) fp32, not int8"),
     ("platform=xavier-agx", "INT8 engines need the network's TensorRT calibration cache"),

@@ -1,7 +1,8 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
-         "layermap-solve", "layermap-pareto", "layermap-merge")
+         "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-combine",
+         "multi-freqtable", "multi-deploy", "multi-report")
 
 
 def add_parser(sub):
@@ -10,7 +11,9 @@ def add_parser(sub):
     p.add_argument("run", help="run directory, e.g. results/yolov4/xavier-agx-sim/int8-b1-416")
     p.add_argument("--option", help="mapping option (explore)")
     p.add_argument("--options", help="comma-separated explored options (select)")
-    p.add_argument("--method", help="layermap-solve: ga or ilp")
+    p.add_argument("--method", help="layermap-solve: ga or ilp; multi-combine/-freqtable/-deploy: BS, GB, PR-GB, LC, SOTA, PR")
+    p.add_argument("--network", help="multi-pareto: the benchmark of one app")
+    p.add_argument("--fsm", help="multi-combine/-freqtable/-deploy: the FSM (A, B, ...)")
     p.add_argument("--cpu", help="layermap-solve: CPU configuration, e.g. 2-1-1")
     p.add_argument("--cap", type=float, help="layermap-solve: CPU utilization cap in percent, e.g. 70")
     p.set_defaults(func=_run)
@@ -34,6 +37,21 @@ def _run(args) -> int:
         from dse.workflow.compare import compare
 
         compare(args.run)
+        return 0
+    if args.step.startswith("multi-"):
+        from dse.workflow import multi
+
+        step = args.step[len("multi-"):]
+        if step == "pareto":
+            if not args.network:
+                raise DseError("workflow multi-pareto needs --network")
+            multi.pareto(args.run, args.network)
+        elif step in ("combine", "freqtable", "deploy"):
+            if not (args.fsm and args.method):
+                raise DseError(f"workflow multi-{step} needs --fsm and --method")
+            getattr(multi, step)(args.run, args.fsm, args.method)
+        else:
+            {"powerfit": multi.powerfit, "report": multi.report}[step](args.run)
         return 0
     if args.step.startswith("layermap-"):
         from dse.workflow import layermap

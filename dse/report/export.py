@@ -72,10 +72,38 @@ def jedi_config(config: Configuration, platform, *, n_layers: int, onnx_path: st
                 sample_size: int | None = None, application: str = "yolo", image_path: str | None = None,
                 extra: Mapping[str, Any] | None = None) -> str:
     """The JEDI configuration file (libconfig) of one instance running ``config``."""
+    return jedi_instances([dict(config=config, n_layers=n_layers, onnx_path=onnx_path, sample_size=sample_size,
+                                application=application, image_path=image_path, extra=extra)], platform)
+
+
+def jedi_instances(instances: list[dict], platform, note: str = "") -> str:
+    """A JEDI configuration of several instances (``instance_num`` > 1: several networks at once, thesis Ch. 4);
+    each dict holds ``jedi_config``'s arguments plus an optional ``dla_cores`` (the DLA core of each DLA stage,
+    when a multi-network placement moved it off the option's own core)."""
+    bodies = [_instance(platform, **inst) for inst in instances]
+    head = "# JEDI configuration exported by `dse export jedi` (libconfig syntax)\n"
+    if note:
+        head += "".join(f"# {line}\n" for line in note.splitlines())
+    if len(instances) == 1:
+        head += f"# configuration hash {instances[0]['config'].hash}\n"
+    return (head + "configs = {\n"
+            f"  instance_num = \"{len(instances)}\";\n"
+            "  instances = ( " + ", ".join("{\n" + b + "\n  }" for b in bodies) + " );\n};\n")
+
+
+def _instance(platform, config: Configuration, n_layers: int, onnx_path: str = "model.onnx",
+              sample_size: int | None = None, application: str = "yolo", image_path: str | None = None,
+              extra: Mapping[str, Any] | None = None, dla_cores: list[int] | None = None) -> str:
     devices = stage_devices(config, platform)
     n_dla = max(1, len(platform.dla_pes()))
     if config.cuts and config.cuts[-1] >= n_layers - 1:
         raise DseError(f"cuts {list(config.cuts)} out of range for a network of {n_layers} layers")
+    if dla_cores is not None:
+        on_dla = [d for d in devices if d["device"] == "DLA"]
+        if len(dla_cores) != len(on_dla):
+            raise DseError(f"dla_cores {dla_cores} must give one core per DLA stage ({len(on_dla)})")
+        for d, c in zip(on_dla, dla_cores):
+            d["dla_core"] = int(c)
     fields = [
         ("# Common/test configurations", None),
         ("app_type", JEDI_APP_TYPES.get(application, application)),
@@ -102,14 +130,7 @@ def jedi_config(config: Configuration, platform, *, n_layers: int, onnx_path: st
         ("dla_cores", ",".join(str(n_dla if d["pnd"] else (d["dla_core"] or 0)) for d in devices)),
         ("data_type", JEDI_DATA_TYPES[config.precision]),
     ]
-    body = []
-    for key, value in fields:
-        body.append(f"      {key}" if value is None else f"      {key} = {_q(value)};")
-    return ("# JEDI configuration exported by `dse export jedi` (libconfig syntax)\n"
-            f"# configuration hash {config.hash}\n"
-            "configs = {\n"
-            "  instance_num = \"1\";\n"
-            "  instances = ( {\n" + "\n".join(body) + "\n  } );\n};\n")
+    return "\n".join(f"      {key}" if value is None else f"      {key} = {_q(value)};" for key, value in fields)
 
 
 def trtexec_commands(config: Configuration, platform, **kwargs) -> list[list[str]]:

@@ -66,6 +66,7 @@ class SimBackend:
         self.engine_cache = engine_cache
         self._models: dict[int, CostModel] = {}
         self.layermap = LayerMapSupport(self.platform, self.analysis)
+        _check_multi_app_sections(self.platform)
 
     @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
@@ -178,6 +179,14 @@ class SimBackend:
         return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
                        dla_engines=engines, dla_loadables_per_core=per_core,
                        fallback_reasons=cm.fallback_reasons(fallback_ids))
+
+    def profile_tasks(self, config: Configuration, runs: int = 300, wcet_rule: str = "max6sigma",
+                      *, repeat: int = 0):
+        """Per-task WCET/ACET/BCET of a one-frame-in-flight pipeline mapping over ``runs`` runs (thesis Ch. 4/5
+        Step 1): a ``dse.backends.sim.profile.TaskProfile``. Refusals are DseErrors."""
+        from dse.backends.sim.profile import profile_tasks
+
+        return profile_tasks(self, config, runs, wcet_rule, repeat)
 
     # ---- measuring --------------------------------------------------------------------------------------------
     def sim_input(self, config: Configuration, planned: Planned, trace: bool = False,
@@ -312,6 +321,20 @@ class SimBackend:
             if art.built:
                 build_s += self.platform.board_costs.build_s(sc.pe_type)
         return keys, build_s
+
+
+def _check_multi_app_sections(p: Platform) -> None:
+    """Parse the optional multi-app sections (tasks, dvfs, contention, power.rails) once, so a bad profile
+    fails when the board is built rather than in the middle of a DES."""
+    from dse.backends.sim.periodic import accelerator_contention
+    from dse.backends.sim.power import rails_of
+    from dse.backends.sim.tasktime import TailModel, memory_bound
+
+    TailModel.of(p)
+    memory_bound(p)
+    accelerator_contention(p)
+    if p.power is not None:
+        rails_of(p)
 
 
 def _freqs(config: Configuration) -> dict[str, float | None]:

@@ -1,0 +1,316 @@
+"""Periodic multi-application DES: the deployment run of thesis Ch. 4 (Sec. 4.5.4) on the virtual Xavier.
+
+Each app is released every period (from its offset, or a seeded random phase) by a controller on a reserved
+CPU core; a job runs its chain of tasks in order, each on the PE its stage is placed on. A job released while
+the app's previous job still runs waits for it (one frame in flight per app, no drop). Scheduling:
+
+- a CPU core: preemptive fixed priority (lower number wins; equal priorities FIFO, no preemption);
+- a DLA core: FIFO, one task at a time, non-preemptive;
+- the GPU: ONE non-preemptive FIFO server over kernels. A stage submits its next kernel when the previous one
+  ends, so the next kernel to run is the head kernel of the earliest-queued waiting stage: kernels of the apps
+  interleave, as the analysis' eq. 4.2 assumes.
+
+Shared-DRAM contention: while k other accelerators (of GPU, DLA0, DLA1) are busy, a GPU/DLA task progresses at
+rate 1 / (1 + contention * k); rates change (and completion times move) whenever an accelerator starts or stops.
+Task times are drawn per job from the task-time model (``tasktime.TailModel``) around the base times at fmax,
+scaled to the clocks with the memory-bound fraction. A DLA task holds only its DLA core: its GPU-side reformats
+are inside its time, as in the analysis (spec 2.6 item 8), so their GPU interference is not simulated.
+Energy: per-rail power (``power.rail_power_w``) of the measured loads (GPU occupancy 1 while a kernel runs),
+times the duration.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from dse.backends.sim.power import rail_power_w
+from dse.backends.sim.tasktime import KINDS, TailModel, dvfs_scale
+from dse.errors import DseError
+from dse.platform import Platform, load_platform
+from dse.rt.model import Placement, kind_of
+
+ACCELERATOR_KINDS = ("gpu", "dla")
+
+
+def accelerator_contention(platform: Platform) -> float:
+    """``contention.accelerators`` of the platform (0 without the section)."""
+    d = (platform.raw or {}).get("contention") or {}
+    unknown = sorted(set(d) - {"accelerators"})
+    if unknown:
+        raise DseError(f"platform {platform.name}: unknown contention key {unknown[0]!r}; valid: accelerators")
+    c = float(d.get("accelerators", 0.0))
+    if c < 0:
+        raise DseError(f"platform {platform.name}: contention.accelerators must be >= 0, got {c}")
+    return c
+
+
+@dataclass(frozen=True)
+class PeriodicStage:
+    """A stage of an app's chain: its tasks' noise-free base times at the maximum clocks, in us."""
+
+    kind: str                      # "cpu" | "gpu" | "dla"
+    base_us: tuple[float, ...]
+    label: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise DseError(f"stage kind {self.kind!r} is not one of {list(KINDS)}")
+        if not self.base_us or any(b < 0 for b in self.base_us):
+            raise DseError(f"stage {self.label or self.kind}: needs task base times >= 0, got {self.base_us}")
+
+
+@dataclass(frozen=True)
+class PeriodicApp:
+    name: str
+    period_us: float
+    priority: int                  # CPU priority, 0 highest
+    stages: tuple[PeriodicStage, ...]
+    offset_us: float = 0.0         # first release
+
+    def __post_init__(self):
+        if self.period_us <= 0 or self.offset_us < 0:
+            raise DseError(f"app {self.name}: needs period_us > 0 and offset_us >= 0")
+
+    @classmethod
+    def from_profile(cls, name: str, profile, period_us: float, priority: int,
+                     offset_us: float = 0.0) -> "PeriodicApp":
+        """From a ``profile.TaskProfile`` (its noise-free base times at fmax)."""
+        stages = tuple(PeriodicStage(s.kind, tuple(s.base_us), s.label) for s in profile.stages)
+        return cls(name, float(period_us), int(priority), stages, float(offset_us))
+
+
+@dataclass
+class PeriodicResult:
+    duration_us: float
+    response_us: dict[str, list[float]]     # per completed job, release -> end of its last task
+    work_us: dict[str, list[float]]         # per completed job, the sum of its drawn task times (no waiting)
+    released: dict[str, int]
+    completed: dict[str, int]
+    misses: dict[str, int]                  # completed late + still pending past their deadline at the end
+    busy: dict[str, float]                  # PE -> busy fraction of the duration
+    rail_w: dict[str, float]                # average power per rail
+    rail_j: dict[str, float]
+    board_energy_j: float
+    trace: list[tuple] = field(default_factory=list)   # (start, end, pe, app, job, task) per run segment
+
+    @property
+    def max_response_us(self) -> dict[str, float]:
+        return {a: max(r) if r else math.inf for a, r in self.response_us.items()}
+
+    @property
+    def p99_response_us(self) -> dict[str, float]:
+        return {a: float(np.percentile(r, 99)) if r else math.inf for a, r in self.response_us.items()}
+
+    @property
+    def board_power_w(self) -> float:
+        return float(sum(self.rail_w.values()))
+
+
+class _Run:
+    """A task on a PE: the remaining work (us at rate 1) and when its current run segment began."""
+
+    __slots__ = ("job", "pe", "work", "remaining", "rate", "t_last", "seg_start", "version", "key")
+
+    def __init__(self, job, pe: str, work: float, key: tuple):
+        self.job, self.pe, self.work, self.remaining = job, pe, work, work
+        self.rate, self.t_last, self.seg_start, self.version, self.key = None, 0.0, 0.0, 0, key
+
+
+class _Job:
+    __slots__ = ("app", "index", "release", "times", "pes", "next_task")
+
+    def __init__(self, app: int, index: int, release: float, times: np.ndarray, pes: list[str]):
+        self.app, self.index, self.release, self.times, self.pes, self.next_task = app, index, release, times, pes, 0
+
+
+def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, platform,
+                      freqs_mhz: Mapping[str, float | None] | None = None, duration_us: float, seed: int = 0,
+                      controller_core: int | None = 7, contention: float | None = None,
+                      tail: TailModel | None = None, random_phase: bool = False, controller_load: float = 0.05,
+                      trace: bool = False) -> PeriodicResult:
+    """Run ``apps`` under ``placement`` ((app, stage index) -> PE) for ``duration_us``.
+
+    ``freqs_mhz``: kind (gpu, dla, cpu) -> MHz, None = fmax. ``contention``: None = the platform's
+    ``contention.accelerators``. ``tail``: None = the platform's task-time model. ``controller_core``: the CPU
+    core the release controller owns (no app task may use it; it counts ``controller_load`` busy cores in the
+    power); None = no controller. ``random_phase``: each app's first release at a seeded Uniform(0, period)."""
+    p = load_platform(platform)
+    tail = TailModel.of(p) if tail is None else tail
+    c = accelerator_contention(p) if contention is None else float(contention)
+    clocks = {k: None for k in KINDS}
+    for key, mhz in (freqs_mhz or {}).items():
+        if str(key).lower() not in KINDS:
+            raise DseError(f"freqs_mhz key {key!r}: expected one of {list(KINDS)}")
+        clocks[str(key).lower()] = float(mhz) if mhz else None
+    scale = {k: dvfs_scale(p, k, clocks[k]) for k in KINDS}
+    names = [a.name for a in apps]
+    if len(set(names)) != len(names):
+        raise DseError(f"app names must be distinct, got {names}")
+    pes_of = [_placed(p, a, placement, controller_core) for a in apps]
+    bases = [np.array([b * scale[s.kind] for s in a.stages for b in s.base_us]) for a in apps]
+    phase_rng = np.random.default_rng([int(seed), 0x5EED])
+    offsets = [float(phase_rng.uniform(0.0, a.period_us)) if random_phase else a.offset_us for a in apps]
+    draws = []
+    for i, a in enumerate(apps):
+        n_jobs = max(0, math.ceil((duration_us - offsets[i]) / a.period_us))
+        draws.append(tail.draw(bases[i], np.random.default_rng([int(seed), i + 1]), size=(n_jobs, len(bases[i]))))
+
+    heap: list = []
+    order = itertools.count()                  # tie-breaker of events, FIFO order of submissions
+
+    def push(t: float, what: str, payload) -> None:
+        heapq.heappush(heap, (t, next(order), what, payload))
+
+    running: dict[str, _Run | None] = {}
+    queues: dict[str, object] = {}
+    busy = {}
+    segments: list[tuple] = []
+    accelerators = ["GPU", *[d.name for d in p.dla_pes()]]
+    is_cpu = {pe: kind_of(pe) == "cpu" for pe in dict.fromkeys([*accelerators, *[x for xs in pes_of for x in xs]])}
+    for pe, cpu in is_cpu.items():
+        running[pe] = None
+        queues[pe] = [] if cpu else deque()
+        busy[pe] = 0.0
+    backlog = [deque() for _ in apps]
+    active: list[_Job | None] = [None] * len(apps)
+    resp = {a.name: [] for a in apps}
+    work = {a.name: [] for a in apps}
+    released = {a.name: 0 for a in apps}
+    now = 0.0
+
+    def end_segment(r: _Run) -> None:
+        if now > r.seg_start:
+            busy[r.pe] += now - r.seg_start
+            if trace:
+                segments.append((r.seg_start, now, r.pe, apps[r.job.app].name, r.job.index, r.job.next_task))
+
+    def start(r: _Run) -> None:
+        running[r.pe] = r
+        r.t_last = r.seg_start = now
+        if is_cpu[r.pe]:
+            r.rate = 1.0
+            r.version += 1
+            push(now + r.remaining, "done", (r, r.version))
+        else:
+            r.rate = None                      # set (and its completion pushed) by rebalance()
+
+    def rebalance() -> None:
+        """Move the completion of every running accelerator task to the rate of the busy count now."""
+        k = sum(running[a] is not None for a in accelerators)
+        rate = 1.0 / (1.0 + c * (k - 1)) if k else 1.0
+        for a in accelerators:
+            r = running[a]
+            if r is None or r.rate == rate:
+                continue
+            if r.rate is not None:
+                r.remaining = max(0.0, r.remaining - (now - r.t_last) * r.rate)
+            r.t_last, r.rate = now, rate
+            r.version += 1
+            push(now + r.remaining / rate, "done", (r, r.version))
+
+    def submit(job: _Job) -> None:
+        """The job's next task enters its PE: started at once, queued, or (CPU) preempting a lower priority."""
+        pe = job.pes[job.next_task]
+        r = _Run(job, pe, float(job.times[job.next_task]), (apps[job.app].priority, next(order)))
+        cur = running[pe]
+        if is_cpu[pe]:
+            if cur is None:
+                start(r)
+            elif r.key[0] < cur.key[0]:        # preempt: the preempted task keeps its key, so it resumes first
+                cur.remaining = max(0.0, cur.remaining - (now - cur.t_last))
+                end_segment(cur)
+                cur.version += 1
+                heapq.heappush(queues[pe], (cur.key, cur))
+                start(r)
+            else:
+                heapq.heappush(queues[pe], (r.key, r))
+        elif cur is None:
+            start(r)
+        else:
+            queues[pe].append(r)
+
+    for i, a in enumerate(apps):
+        if len(draws[i]):
+            push(offsets[i], "release", (i, 0))
+    while heap:
+        t, _, what, payload = heapq.heappop(heap)
+        if t > duration_us:
+            break
+        now = t
+        if what == "release":
+            i, n = payload
+            job = _Job(i, n, now, draws[i][n], pes_of[i])
+            released[apps[i].name] += 1
+            if n + 1 < len(draws[i]):
+                push(offsets[i] + (n + 1) * apps[i].period_us, "release", (i, n + 1))
+            if active[i] is None:
+                active[i] = job
+                submit(job)
+            else:
+                backlog[i].append(job)
+        else:
+            r, version = payload
+            if version != r.version or running[r.pe] is not r:
+                continue                       # moved by a preemption or a rate change
+            end_segment(r)
+            running[r.pe] = None
+            q = queues[r.pe]
+            if q:
+                nxt = heapq.heappop(q)[1] if isinstance(q, list) else q.popleft()
+                start(nxt)
+            job = r.job
+            job.next_task += 1
+            if job.next_task < len(job.pes):
+                submit(job)
+            else:
+                name = apps[job.app].name
+                resp[name].append(now - job.release)
+                work[name].append(float(job.times.sum()))
+                active[job.app] = backlog[job.app].popleft() if backlog[job.app] else None
+                if active[job.app] is not None:
+                    submit(active[job.app])
+        rebalance()
+    now = float(duration_us)
+    for r in running.values():
+        if r is not None:
+            end_segment(r)
+
+    misses = {}
+    for i, a in enumerate(apps):
+        late = sum(x > a.period_us for x in resp[a.name])
+        pending = [j for j in [active[i], *backlog[i]] if j is not None]
+        misses[a.name] = late + sum(duration_us - j.release > a.period_us for j in pending)
+    frac = {pe: b / duration_us for pe, b in busy.items()}
+    load = {pe: f for pe, f in frac.items() if kind_of(pe) != "cpu"}
+    cpu_cores = sum(f for pe, f in frac.items() if kind_of(pe) == "cpu")
+    cpu_cores += controller_load if controller_core is not None else 0.0
+    rail_w = rail_power_w(p, load, cpu_cores, clocks)
+    rail_j = {k: w * duration_us * 1e-6 for k, w in rail_w.items()}
+    return PeriodicResult(duration_us=float(duration_us), response_us=resp, work_us=work, released=released,
+                          completed={k: len(v) for k, v in resp.items()}, misses=misses, busy=frac, rail_w=rail_w,
+                          rail_j=rail_j, board_energy_j=float(sum(rail_j.values())), trace=segments)
+
+
+def _placed(p: Platform, app: PeriodicApp, placement: Placement, controller_core: int | None) -> list[str]:
+    """The PE of every task of ``app`` (its stage's PE), checked against the board and the stage kinds."""
+    valid = {"GPU", *[d.name for d in p.dla_pes()], *[f"CPU{k}" for k in range(p.cpu_cores)]}
+    out = []
+    for j, stage in enumerate(app.stages):
+        pe = placement.get((app.name, j))
+        if pe is None:
+            raise DseError(f"placement has no PE for stage {j} ({stage.label or stage.kind}) of app {app.name}")
+        if pe not in valid:
+            raise DseError(f"app {app.name} stage {j}: PE {pe!r} is not on {p.name} (valid: {sorted(valid)})")
+        if kind_of(pe) != stage.kind:
+            raise DseError(f"app {app.name} stage {j} is a {stage.kind} stage but is placed on {pe}")
+        if controller_core is not None and pe == f"CPU{controller_core}":
+            raise DseError(f"app {app.name} stage {j} is placed on {pe}, the controller's core "
+                           f"(controller_core=None frees it)")
+        out += [pe] * len(stage.base_us)
+    return out

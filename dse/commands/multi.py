@@ -1,0 +1,39 @@
+"""`dse multi export CASE_DIR --fsm A --method PR -o DIR`: a finished multi-network case (target `multi`) as a
+JEDI configuration with one instance per app and the frequency table as a clock-setting script (both untested
+on hardware)."""
+
+
+def add_parser(sub):
+    p = sub.add_parser("multi", help="multi-network results (target multi): export to a board")
+    p.add_argument("action", choices=["export"])
+    p.add_argument("case_dir", help="e.g. results/multi/ch4-alpha/xavier-agx-sim")
+    p.add_argument("--fsm", required=True)
+    p.add_argument("--method", default="PR")
+    p.add_argument("--scenario", help="for LC (a mapping per scenario): which scenario's mapping")
+    p.add_argument("-o", "--output", required=True, help="directory for jedi.cfg and dvfs.sh")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from dse.errors import DseError
+    from dse.multi.export import dvfs_script, jedi_multi
+    from dse.multi.networks import network_backend
+    from dse.store.atomic import write_text_atomic
+    from dse.workflow.multi import load_result, load_settings
+
+    table_path = Path(args.case_dir) / "freqtable" / f"{args.fsm}-{args.method}.parquet"
+    if not table_path.is_file():
+        raise DseError(f"{table_path} not found: run `snakemake --cores 2 multi` for this case first")
+    case, seed, result = load_result(args.case_dir, args.fsm, args.method)
+    _, platform, _ = load_settings(args.case_dir)
+    analyses = {n: (network_backend(n, platform, case.settings, seed)[0], platform) for n in case.settings.networks}
+    out = Path(args.output)
+    write_text_atomic(out / "jedi.cfg", jedi_multi(case, result, analyses, scenario=args.scenario))
+    write_text_atomic(out / "dvfs.sh", dvfs_script(pd.read_parquet(table_path)))
+    (out / "dvfs.sh").chmod(0o755)
+    print(f"wrote {out / 'jedi.cfg'} and {out / 'dvfs.sh'} (untested on hardware)")
+    return 0

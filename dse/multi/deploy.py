@@ -1,0 +1,141 @@
+"""Power calibration and deployment on the virtual board (thesis 4.4.2.3 and 4.5.4).
+
+``power_fit``: the energy model's regressions from board runs. Idle power of each processor's rail over its DVFS
+table (no app running); per network, its dynamic power while busy at each level of one processor (the others at
+maximum): option E for CPU and GPU, the option-A mapping with the most DLA layers for the DLA (l. 1317-1323).
+``deploy``: a method's mapping and frequency table run in the periodic multi-app simulation, per scenario and
+FPS constraint (10 s x 3 repetitions in the thesis), with the whole board's energy (all rails: the estimate
+covers the processors only, so measured savings come out a bit smaller, l. 1547) and every response time.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
+from dse.backends.sim.power import RAIL_OF_TYPE, idle_rails_w
+from dse.multi.combine import CONTROLLER
+from dse.rt.energy import PowerFit, fit_dynamic, fit_static
+
+FIT_PERIOD_US = 100_000.0      # fixed-period mode: one frame per 100 ms
+FIT_SECONDS = 2.0
+
+
+def stages_of(tasks: pd.DataFrame, mapping: int) -> tuple[PeriodicStage, ...]:
+    """The noise-free base times at fmax of one step-1 mapping, stage by stage (``tasks.parquet`` rows)."""
+    g = tasks[tasks.mapping == mapping].sort_values(["stage", "kernel"])
+    return tuple(PeriodicStage(str(gs.kind.iloc[0]), tuple(float(x) for x in gs.base_us), str(gs.label.iloc[0]))
+                 for _, gs in g.groupby("stage", sort=True))
+
+
+def _solo_placement(stages) -> dict[tuple[str, int], str]:
+    pl, dla = {}, 0
+    for k, st in enumerate(stages):
+        if st.kind == "cpu":
+            pl["app", k] = f"CPU{k % 2}"
+        elif st.kind == "gpu":
+            pl["app", k] = "GPU"
+        else:
+            pl["app", k] = f"DLA{dla}"
+            dla += 1
+    return pl
+
+
+def _fit_mappings(front: pd.DataFrame) -> dict[str, int]:
+    """kind -> the step-1 mapping the dynamic sweep of that kind runs (E for cpu/gpu; the A with most DLA layers)."""
+    e = front[front.option == "E"]
+    out = {}
+    if len(e):
+        out["cpu"] = out["gpu"] = int(e.mapping.iloc[0])
+    a = front[front.option == "A"]
+    if len(a):
+        out["dla"] = int(a.loc[a.cuts.map(lambda c: c[0]).idxmax()].mapping)
+    return out
+
+
+def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.DataFrame], levels: dict[str, list],
+              seed: int = 0) -> tuple[PowerFit, dict]:
+    """The PowerFit and the sweeps it was fitted to (records for powerfit.json)."""
+    fmax = {k: v[-1] for k, v in levels.items()}
+    static, records = {}, {"idle": [], "dynamic": []}
+    for kind, fs in levels.items():
+        rail = RAIL_OF_TYPE[kind]
+        w = [idle_rails_w(platform, {kind: f})[rail] for f in fs]
+        static[kind] = tuple(float(c) for c in fit_static(fs, w))
+        records["idle"] += [{"kind": kind, "rail": rail, "mhz": f, "w": x} for f, x in zip(fs, w)]
+    dynamic = {}
+    for net, front in fronts.items():
+        for kind, mid in _fit_mappings(front).items():
+            stages = stages_of(tasks[net], mid)
+            app = PeriodicApp("app", FIT_PERIOD_US, 0, stages)
+            pl = _solo_placement(stages)
+            pes = [pe for (_, k), pe in pl.items() if stages[k].kind == kind]
+            rail = RAIL_OF_TYPE[kind]
+            g = []
+            for f in levels[kind]:
+                res = simulate_periodic([app], pl, platform=platform, freqs_mhz={kind: f},
+                                        duration_us=FIT_SECONDS * 1e6, seed=seed, controller_core=None)
+                busy = sum(res.busy.get(pe, 0.0) for pe in set(pes))
+                dyn = res.rail_w[rail] - idle_rails_w(platform, {kind: f})[rail]
+                g.append(dyn / busy if busy > 0 else 0.0)
+                records["dynamic"].append({"network": net, "kind": kind, "mapping": mid, "mhz": f, "busy": busy,
+                                           "dynamic_w": dyn, "busy_w": g[-1]})
+            if min(g) > 0:
+                dynamic[net, kind] = fit_dynamic(levels[kind], g)
+    return PowerFit(static=static, dynamic=dynamic, fmax_mhz=fmax), records
+
+
+def deploy_rows(platform, combine: dict, freqtable: pd.DataFrame, bases: dict, settings, *, seed: int = 0,
+                progress=None) -> pd.DataFrame:
+    """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board.
+    ``bases``: scenario label -> app -> PeriodicStage tuple of its mapping there."""
+    seconds = float(settings.deploy.get("seconds", 10))
+    repeats = int(settings.deploy.get("repeats", 3))
+    rows = []
+    ok = freqtable[freqtable.feasible]
+    for i, r in enumerate(ok.itertuples()):
+        if progress is not None:
+            progress(i, len(ok))
+        sc = r.scenario.split("+")
+        period = 1e6 / r.fps
+        apps = [PeriodicApp(a, period, settings.priority(a), bases[r.scenario][a]) for a in sc]
+        pl = {(m["app"], k): pe for m in combine["mapping"][r.scenario] if m["app"] in sc
+              for k, pe in enumerate(m["pes"])}
+        if settings.controller_core is not None:       # the release controller: above every app on its core
+            c = settings.controller_us * len(sc)
+            apps.append(PeriodicApp(CONTROLLER, period, -1, (PeriodicStage("cpu", (c,), "controller"),)))
+            pl[CONTROLLER, 0] = f"CPU{settings.controller_core}"
+        freqs = {"cpu": r.cpu_mhz, "gpu": r.gpu_mhz, "dla": r.dla_mhz}
+        for rep in range(repeats):
+            res = simulate_periodic(apps, pl, platform=platform, freqs_mhz=freqs, duration_us=seconds * 1e6,
+                                    seed=seed * 1000 + rep, controller_core=None, random_phase=rep > 0)
+            worst = {a: v for a, v in res.max_response_us.items() if a != CONTROLLER}
+            rows.append({"case": combine["case"], "fsm": combine["fsm"], "method": combine["method"],
+                         "fps": float(r.fps), "scenario": r.scenario, "repeat": rep,
+                         "board_w": res.board_power_w,
+                         "processors_w": sum(w for k, w in res.rail_w.items() if k != "VDD_SOC_REST"),
+                         "est_w": r.est_w, "misses": int(sum(v for a, v in res.misses.items() if a != CONTROLLER)),
+                         "jobs": int(sum(res.completed.values())),
+                         "max_response_ms": max(worst.values()) / 1000,
+                         "max_response_over_wcrt": max(worst[a] / 1000 / v for a, v in _wcrt(r).items() if a in worst),
+                         **{f"rail_{k}_w": v for k, v in res.rail_w.items()}})
+    return pd.DataFrame(rows)
+
+
+def _wcrt(r) -> dict[str, float]:
+    import json
+
+    w = r.wcrt_ms
+    return json.loads(w) if isinstance(w, str) else dict(w)
+
+
+def summarize(deploy: pd.DataFrame) -> pd.DataFrame:
+    """Per method x FSM x FPS: the mean over scenarios (equal residence) of the repetition-averaged power."""
+    if deploy.empty:
+        return deploy
+    per_sc = deploy.groupby(["case", "fsm", "method", "fps", "scenario"], as_index=False).agg(
+        board_w=("board_w", "mean"), processors_w=("processors_w", "mean"), est_w=("est_w", "first"),
+        misses=("misses", "sum"), worst=("max_response_over_wcrt", "max"))
+    return per_sc.groupby(["case", "fsm", "method", "fps"], as_index=False).agg(
+        board_w=("board_w", "mean"), processors_w=("processors_w", "mean"), est_w=("est_w", "mean"),
+        misses=("misses", "sum"), worst=("worst", "max"), scenarios=("scenario", "count"))
+

@@ -1,0 +1,73 @@
+"""Step 1 (the Pareto front against enumeration), the export's frequency lookup and clock script."""
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dse.multi.export import dvfs_script, lookup
+from dse.multi.pareto import nondominated
+
+
+def test_nondominated_matches_brute_force():
+    rng = np.random.default_rng(3)
+    pts = rng.random((300, 3))
+    brute = [i for i in range(len(pts)) if not any(np.all(pts[j] <= pts[i]) and np.any(pts[j] < pts[i])
+                                                   for j in range(len(pts)))]
+    assert nondominated(pts).tolist() == brute
+
+
+@pytest.fixture(scope="module")
+def tiny_backend():
+    from dse.config import compose_config
+    from dse.multi.networks import network_backend
+    from dse.multi.settings import MultiSettings
+    from omegaconf import OmegaConf
+
+    cfg = compose_config(["multi=tiny"])
+    s = MultiSettings.resolve(cfg.multi)
+    platform = OmegaConf.to_container(cfg.platform, resolve=True)
+    return s, network_backend("yolov2-tiny", platform, s, 0)[1]
+
+
+def test_ga_front_finds_most_of_the_exact_front(tiny_backend):
+    from dataclasses import replace
+
+    from dse.multi.pareto import search_front
+
+    s, backend = tiny_backend
+    exact, info = search_front(backend, s)
+    assert info["mode"] == "exhaustive"
+    ok = [c for c in exact if c.objectives is not None]
+    front = {(c.option, c.cuts) for c in (ok[i] for i in nondominated(np.array([c.objectives for c in ok])))}
+    ga_s = replace(s, pareto={**s.pareto, "exhaustive_max": 0, "population": 30, "generations": 30})
+    found, info = search_front(backend, ga_s)
+    assert info["mode"] == "ga" and info["evaluated"] < info["space"]
+    got = [c for c in found if c.objectives is not None]
+    ga_front = {(c.option, c.cuts) for c in (got[i] for i in nondominated(np.array([c.objectives for c in got])))}
+    assert len(ga_front & front) >= 0.6 * len(front), (len(ga_front & front), len(front))
+
+
+def table():
+    return pd.DataFrame([
+        {"scenario": "a", "fps": 30.0, "feasible": True, "cpu_mhz": 1190.4, "gpu_mhz": 675.75, "dla_mhz": 1395.2,
+         "est_w": 2.0},
+        {"scenario": "a", "fps": 40.0, "feasible": True, "cpu_mhz": 1497.6, "gpu_mhz": 905.25, "dla_mhz": 1395.2,
+         "est_w": 3.0},
+        {"scenario": "a", "fps": 50.0, "feasible": False, "cpu_mhz": 2265.6, "gpu_mhz": 1377.0, "dla_mhz": 1395.2,
+         "est_w": None},
+    ])
+
+
+def test_lookup_takes_the_closest_tighter_entry():
+    assert lookup(table(), "a", 35)["fps"] == 40.0
+    assert lookup(table(), "a", 30)["fps"] == 30.0
+    with pytest.raises(Exception, match="no feasible entry"):
+        lookup(table(), "a", 45)
+
+
+def test_dvfs_script_is_valid_shell_with_every_feasible_entry(tmp_path):
+    text = dvfs_script(table())
+    (tmp_path / "dvfs.sh").write_text(text)
+    subprocess.run(["sh", "-n", str(tmp_path / "dvfs.sh")], check=True)
+    assert "apply 1497600 905250000 1395200000" in text and "2265600" not in text
