@@ -45,19 +45,23 @@ def run_case(case: str, results: str) -> str:
         path = root / "config" / f"{part}.yaml"
         if not path.exists() or path.read_text() != text:
             write_text_atomic(path, text)
-            for stale in ("pareto", "tasks", "combine", "freqtable", "deploy"):
+            for stale in ("pareto", "tasks", "global", "combine", "freqtable", "deploy"):
                 for f in (root / stale).glob("*"):
                     f.unlink()
             (root / "powerfit.json").unlink(missing_ok=True)
     timings = {}
     t0 = time.perf_counter()
-    for net in plan.networks:
-        if not (root / "pareto" / f"{net}.parquet").exists():
-            multi.pareto(mdir, net)
-    timings["pareto_s"] = time.perf_counter() - t0
+    todo = [n for n in plan.networks if not (root / "pareto" / f"{n}.parquet").exists()]
+    for net in todo:
+        multi.pareto(mdir, net)
+    if todo:
+        timings["pareto_s"] = time.perf_counter() - t0
     if not (root / "powerfit.json").exists():
         multi.powerfit(mdir)
     t1 = time.perf_counter()
+    for kind in ("GB", "SOTA"):
+        if not (root / "global" / f"{kind}.json").exists():
+            multi.global_mapping(mdir, kind)
     for fsm in plan.fsms:
         for m in plan.methods:
             if not (root / "combine" / f"{fsm}-{m}.json").exists():
@@ -66,9 +70,10 @@ def run_case(case: str, results: str) -> str:
                 multi.freqtable(mdir, fsm, m)
             if not (root / "deploy" / f"{fsm}-{m}.parquet").exists():
                 multi.deploy(mdir, fsm, m)
-    timings["combine_deploy_s"] = time.perf_counter() - t1
+    timings["combine_deploy_s"] = time.perf_counter() - t1   # only what was missing (finished files are reused)
     multi.report(mdir)
-    write_text_atomic(root / "bench-timings.json", json.dumps(timings))
+    old = json.loads((root / "bench-timings.json").read_text()) if (root / "bench-timings.json").exists() else {}
+    write_text_atomic(root / "bench-timings.json", json.dumps({**old, **{k: v for k, v in timings.items() if v > 1}}))
     return mdir
 
 
@@ -81,17 +86,21 @@ def table48(mdir: str, case: str) -> dict:
         key = c["method"]
         val = c.get("max_fps_all_apps", c["max_fps"]) if key in ("GB", "SOTA") else c["max_fps"]
         ours.setdefault(key, {})[c["fsm"]] = val
-        if key == "GB":
-            ours.setdefault("GB-mod", {})[c["fsm"]] = c["max_fps"]
+        if key in ("GB", "SOTA"):
+            ours.setdefault(f"{key}-mod", {})[c["fsm"]] = c["max_fps"]
         if key == "SOTA" and c.get("sota"):
             ours.setdefault("SOTA-estimated", {})[c["fsm"]] = c["sota"]["estimated_max_fps"]
     thesis = THESIS_FPS[case]
     col = {f: {m: ours[m][f] for m in ours if f in ours[m]} for f in FSMS}
     eps = 0.05
+    # GB and SOTA evaluated on the FSM's own scenarios ("modified", l. 1499): with their all-apps values the
+    # thesis' own column C has BS above both (alpha 44 vs 40/39, beta 33 vs 28/26)
     checks = {
-        "PR >= GB >= SOTA, BS lowest (every FSM)": all(
-            v["PR"] + eps >= v["GB"] >= v["SOTA"] - eps and v["BS"] <= min(v[m] for m in ("PR", "GB", "SOTA", "LC")) + eps
-            for v in col.values()),
+        "PR >= GB >= SOTA, BS lowest (every FSM; GB, SOTA on the FSM's scenarios)": all(
+            v["PR"] + eps >= v["GB-mod"] >= v["SOTA-mod"] - eps and
+            v["BS"] <= min(v[m] for m in ("PR", "GB-mod", "SOTA-mod", "LC")) + eps for v in col.values()),
+        "PR >= GB >= SOTA (all-apps values, as Table 4.8 prints them)": all(
+            v["PR"] + eps >= v["GB"] >= v["SOTA"] - eps for v in col.values()),
         "PR = GB on FSM-D": abs(col["D"]["PR"] - col["D"]["GB"]) <= 0.5,
         "PR = LC except alpha FSM-C": all(abs(col[f]["PR"] - col[f]["LC"]) <= 0.5 for f in FSMS
                                          if not (case == "ch4-alpha" and f == "C")),
@@ -143,10 +152,10 @@ def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
     agree = total = 0
     t_heur = t_brute = 0.0
     gaps = []
-    for fsm in FSMS:
+    for fsm in s.fsms:
         fps = min(s.fps[fsm])
         ev = Evaluator(case, list(s.fsms[fsm]))
-        for _ in range(samples // len(FSMS)):
+        for _ in range(samples // len(s.fsms)):
             genes = tuple(rng.randrange(n) for n in case.sizes())
             if ev.dla_reason(genes):
                 continue
@@ -172,7 +181,7 @@ def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
             "heuristic_s": t_heur, "brute_s": t_brute}
 
 
-def ga_speed(mdir: str, fsm: str = "A", generations: int = 10) -> dict:
+def ga_speed(mdir: str, fsm: str | None = None, generations: int = 10) -> dict:
     """Total time and final fitness of a short energy GA with Algorithm 6 and with the brute force inside."""
     from dse.multi.combine import Evaluator, evolve
     from dse.rt.dvfs import brute_force, set_freq
@@ -180,10 +189,11 @@ def ga_speed(mdir: str, fsm: str = "A", generations: int = 10) -> dict:
 
     case, _ = load_case(mdir)
     s = case.settings
+    fsm = fsm or next(iter(s.fsms))
     fps = min(s.fps[fsm])
     ga = {**s.ga, "generations": generations, "stall": 0}
     out = {}
-    for name, search in (("heuristic", set_freq), ("brute", lambda lv, sc, en, order=None: brute_force(lv, sc, en))):
+    for name, search in (("heuristic", set_freq), ("brute", brute_force)):
         ev = Evaluator(case, list(s.fsms[fsm]), freq_search=search)
         t = time.perf_counter()
         res = evolve(case.sizes(), lambda g: ev.energy(g, fps), maximize=False, ga=ga, salt="bench")
@@ -196,10 +206,12 @@ def ga_speed(mdir: str, fsm: str = "A", generations: int = 10) -> dict:
 def markdown(res: dict) -> str:
     lines = []
     for case, r in res["cases"].items():
-        t = r["table48"]
+        t = r.get("table48")
+        if t is None:
+            continue
         lines += [f"#### {case}: maximum FPS (Table 4.8), ours / thesis", "",
                   "| method | " + " | ".join(f"FSM-{f}" for f in FSMS) + " |", "|---" * 5 + "|"]
-        for m in ("LC", "BS", "GB", "GB-mod", "SOTA", "SOTA-estimated", "PR-GB", "PR"):
+        for m in ("LC", "BS", "GB", "GB-mod", "SOTA", "SOTA-mod", "SOTA-estimated", "PR-GB", "PR"):
             if m in t["ours"]:
                 th = t["thesis"].get(m, {})
                 lines.append(f"| {m} | " + " | ".join(
@@ -239,8 +251,10 @@ def main(argv=None) -> int:
         mdir = run_case(case, args.results)
         wall = time.perf_counter() - t
         timings = json.loads((Path(mdir) / "bench-timings.json").read_text())
-        res["cases"][case] = {"dir": mdir, "table48": table48(mdir, case), "energy": energy(mdir),
-                              "alg6": alg6_vs_brute(mdir), "ga": ga_speed(mdir), "timings": {**timings, "wall_s": wall}}
+        res["cases"][case] = {"dir": mdir, "energy": energy(mdir), "alg6": alg6_vs_brute(mdir), "ga": ga_speed(mdir),
+                              "timings": {**timings, "wall_s": wall}}
+        if case in THESIS_FPS:
+            res["cases"][case]["table48"] = table48(mdir, case)
         write_result(args.output, res)
     print(markdown(res))
     return 0

@@ -70,3 +70,12 @@ def test_dla_fallback_tiny(tmp_path):
     assert [r["variant"] for r in rows] == ["relu-trt6", "leaky-trt85"]
     assert rows[0]["ruleset"] == "tensorrt-6" and rows[1]["ruleset"] == "tensorrt-8.5"
     assert rows[1]["relu_answer_fps_here"] > 0 and rows[1]["model"] == "yolov2-tiny-leaky"
+
+
+def test_multi_ch4_tiny(tmp_path):
+    from bench import multi_ch4
+
+    out = tmp_path / "multi.json"
+    assert multi_ch4.main(["--cases", "tiny", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
+    res = json.loads(out.read_text())["cases"]["tiny"]
+    assert res["energy"]["misses"] == 0 and res["alg6"]["instances"] > 0 and "speedup" in res["ga"]

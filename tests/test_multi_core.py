@@ -6,7 +6,7 @@ import pytest
 
 from dse.errors import DseError
 from dse.multi.combine import Case, Evaluator, evolve
-from dse.multi.methods import combine, frequency_table
+from dse.multi.methods import combine, frequency_table, global_mapping
 from dse.multi.placement import map_stages
 from dse.multi.settings import MultiSettings
 from dse.rt.energy import PowerFit
@@ -100,11 +100,13 @@ def test_evolve_matches_enumeration():
 
 def test_methods_shapes():
     c = case()
-    res = {m: combine(c, "A", m) for m in ("BS", "GB", "PR", "LC")}
-    assert res["PR"]["max_fps"] >= res["GB"]["max_fps"] >= res["BS"]["max_fps"] > 0
+    gb = global_mapping(c)["genes"]
+    res = {m: combine(c, "A", m, genes=gb if m == "GB" else None) for m in ("BS", "GB", "PR", "LC")}
+    assert res["PR"]["max_fps"] >= res["GB"]["max_fps_all_apps"] >= res["BS"]["max_fps_all_apps"] > 0
     assert res["LC"]["max_fps"] >= res["PR"]["max_fps"]
-    d = {m: combine(c, "D", m) for m in ("GB", "PR")}
+    d = {m: combine(c, "D", m, genes=gb if m == "GB" else None) for m in ("GB", "PR")}
     assert d["PR"]["max_fps"] == pytest.approx(d["GB"]["max_fps"])      # FSM-D holds the all-apps scenario
+    assert d["GB"]["mapping"]["app0"] == res["GB"]["mapping"]["app0"]     # one static mapping, same PEs, every FSM
     ft = frequency_table(c, res["PR"])
     ok = ft[ft.feasible]
     assert len(ok) and (ok.max_wcrt_ms <= 1000 / ok.fps + 1e-9).all()

@@ -59,8 +59,12 @@ def test_dynamic_power_lands_on_its_rail(xavier):
     assert w["VDD_SOC_REST"] == idle["VDD_SOC_REST"]
 
 
-@pytest.mark.parametrize("kind,rail,pe", [("gpu", "VDD_GPU", "GPU"), ("cpu", "VDD_CPU", None),
-                                          ("dla", "VDD_CV", "DLA0")])
+def test_idle_of_a_fixed_voltage_rail_stays_flat(xavier):
+    """xavier-agx-sim's CV rail keeps its voltage when the DLA clock drops (idle_min_w = idle_max_w)."""
+    assert {idle_rails_w(xavier, {"dla": f})["VDD_CV"] for f in xavier.pes["DLA0"].freq_mhz} == {0.35}
+
+
+@pytest.mark.parametrize("kind,rail,pe", [("gpu", "VDD_GPU", "GPU"), ("cpu", "VDD_CPU", None)])
 def test_idle_falls_with_frequency(xavier, kind, rail, pe):
     table = sorted(xavier.pes[pe].freq_mhz if pe else xavier.cpu_freq_mhz)
     idle = [idle_rails_w(xavier, {kind: f})[rail] for f in table]

@@ -32,8 +32,9 @@ def _run(args) -> int:
     _, platform, _ = load_settings(args.case_dir)
     analyses = {n: (network_backend(n, platform, case.settings, seed)[0], platform) for n in case.settings.networks}
     out = Path(args.output)
-    write_text_atomic(out / "jedi.cfg", jedi_multi(case, result, analyses, scenario=args.scenario))
-    write_text_atomic(out / "dvfs.sh", dvfs_script(pd.read_parquet(table_path)))
+    jedi, dvfs = jedi_multi(case, result, analyses, scenario=args.scenario), dvfs_script(pd.read_parquet(table_path))
+    write_text_atomic(out / "jedi.cfg", jedi)
+    write_text_atomic(out / "dvfs.sh", dvfs)
     (out / "dvfs.sh").chmod(0o755)
     print(f"wrote {out / 'jedi.cfg'} and {out / 'dvfs.sh'} (untested on hardware)")
     return 0

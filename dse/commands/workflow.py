@@ -1,7 +1,7 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
-         "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-combine",
+         "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
          "multi-freqtable", "multi-deploy", "multi-report")
 
 
@@ -46,6 +46,10 @@ def _run(args) -> int:
             if not args.network:
                 raise DseError("workflow multi-pareto needs --network")
             multi.pareto(args.run, args.network)
+        elif step == "global":
+            if not args.method:
+                raise DseError("workflow multi-global needs --method GB or SOTA")
+            multi.global_mapping(args.run, args.method)
         elif step in ("combine", "freqtable", "deploy"):
             if not (args.fsm and args.method):
                 raise DseError(f"workflow multi-{step} needs --fsm and --method")

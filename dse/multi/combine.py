@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
@@ -27,7 +26,7 @@ from dse.multi.settings import MultiSettings
 from dse.rt.cpa import CpaProblem
 from dse.rt.dvfs import FreqChoice, set_freq
 from dse.rt.energy import AppEnergy, PowerFit, scenario_watts
-from dse.rt.model import App, Stage, Task, kind_of
+from dse.rt.model import App, Stage, Task
 
 INF = float("inf")
 FPS_HI = 400.0
@@ -88,9 +87,12 @@ class Evaluator:
     """Algorithm 4 over one scenario set, memoized by the genes of each scenario's apps and their placement."""
 
     def __init__(self, case: Case, scenarios: Sequence[Sequence[str]], *, dvfs: bool = True,
-                 limit_apps: Sequence[str] | None = None, freq_search: Callable = set_freq):
-        """``freq_search``: Algorithm 6 (``set_freq``) or ``brute_force`` (Table 4.11's comparison)."""
+                 limit_apps: Sequence[str] | None = None, freq_search: Callable = set_freq,
+                 placement_scenarios: Sequence[Sequence[str]] | None = None):
+        """``freq_search``: Algorithm 6 (``set_freq``) or ``brute_force`` (Table 4.11's comparison);
+        ``placement_scenarios``: what Algorithm 5 sees as running together (default: ``scenarios``)."""
         self.case, self.scenarios = case, [tuple(s) for s in scenarios]
+        self.placement_scenarios = [tuple(s) for s in placement_scenarios] if placement_scenarios else self.scenarios
         self.dvfs, self.freq_search = dvfs, freq_search
         self.apps = case.apps
         self.limit_apps = list(limit_apps) if limit_apps is not None else self.apps
@@ -112,7 +114,7 @@ class Evaluator:
         return None if used <= lim else f"{used} DLA stages over the apps exceed the {lim} engines the DLAs can load"
 
     def placement(self, genes: Genes) -> dict[tuple[str, int], str]:
-        return map_stages(self.chains_of(genes), self.scenarios, self.case.cpu_cores, self.case.n_dla_cores)
+        return map_stages(self.chains_of(genes), self.placement_scenarios, self.case.cpu_cores, self.case.n_dla_cores)
 
     def scenario_apps(self, sc, genes: Genes, placement, fps: float) -> list[App]:
         """The apps of a scenario with WCETs inflated for shared-memory contention."""

@@ -13,6 +13,7 @@ import pandas as pd
 
 from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
 from dse.backends.sim.power import RAIL_OF_TYPE, idle_rails_w
+from dse.errors import DseError
 from dse.multi.combine import CONTROLLER
 from dse.rt.energy import PowerFit, fit_dynamic, fit_static
 
@@ -49,6 +50,8 @@ def _fit_mappings(front: pd.DataFrame) -> dict[str, int]:
     a = front[front.option == "A"]
     if len(a):
         out["dla"] = int(a.loc[a.cuts.map(lambda c: c[0]).idxmax()].mapping)
+    elif (front.n_dla > 0).any():     # no option A on the front: the mapping that keeps the DLA busiest
+        out["dla"] = int(front.loc[front.busy_dla_us.idxmax()].mapping)
     return out
 
 
@@ -79,8 +82,10 @@ def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Dat
                 g.append(dyn / busy if busy > 0 else 0.0)
                 records["dynamic"].append({"network": net, "kind": kind, "mapping": mid, "mhz": f, "busy": busy,
                                            "dynamic_w": dyn, "busy_w": g[-1]})
-            if min(g) > 0:
-                dynamic[net, kind] = fit_dynamic(levels[kind], g)
+            if min(g) <= 0:
+                raise DseError(f"power fit: {net} on the {kind} measured no dynamic power at some level "
+                               f"({[round(x, 3) for x in g]} W); the energy model needs it")
+            dynamic[net, kind] = fit_dynamic(levels[kind], g)
     return PowerFit(static=static, dynamic=dynamic, fmax_mhz=fmax), records
 
 

@@ -70,67 +70,96 @@ def _ga_log(out) -> dict:
             "history": [round(float(h), 6) if h != INF else None for h in out.history]}
 
 
-def combine(case: Case, fsm: str, method: str, *, sota=None) -> dict:
-    """One method on one FSM: its maximum FPS, its mapping(s) (one per scenario) and the GA logs.
-    ``sota``: for SOTA, the step-1 genes of its re-measured mapping (``dse.multi.sota``)."""
+STATIC = ("GB", "PR-GB", "SOTA", "BS")      # one mapping for every FSM, placed as if every app ran at once
+
+
+def evaluator(case: Case, method: str, scenarios, sc=None) -> Evaluator:
+    """The one way a method's plan is evaluated: its DVFS, the scenarios Algorithm 5 places by (every app at once
+    for the static baselines: the same PEs on every FSM), and for LC the scenario ``sc`` alone."""
+    if method == "LC" and sc is not None:
+        return Evaluator(case, [tuple(sc)], dvfs=True, limit_apps=sc)
+    every = [tuple(case.apps)] if method in STATIC else None
+    return Evaluator(case, scenarios, dvfs=DVFS[method], placement_scenarios=every)
+
+
+def tightest(sweep, max_fps: float) -> float | None:
+    """The tightest FPS constraint of the sweep a method's best mapping can meet (the energy GA's target)."""
+    ok = [f for f in sweep if f <= max_fps + 1e-9]
+    return max(ok) if ok else None
+
+
+def global_mapping(case: Case) -> dict:
+    """GB's one mapping for every FSM: the GA assuming every app runs at once at maximum frequencies (highest FPS),
+    then the least energy at fmax among mappings that keep that FPS (seeded with the first answer)."""
+    every = [tuple(case.apps)]
+    ev = Evaluator(case, every, dvfs=False)
+    genes, g1 = _maxfps_ga(case, ev, "GB:fps")
+    out = {"max_fps": g1.value, "ga": {"max_fps": _ga_log(g1)}}
+    if g1.value > 0:
+        g_e, g2 = _energy_ga(case, ev, g1.value, "GB:energy", seeds=[genes])
+        out["ga"]["energy"] = _ga_log(g2)
+        if g2.value < INF:
+            genes = g_e
+    out["genes"] = list(genes)
+    return out
+
+
+def combine(case: Case, fsm: str, method: str, *, genes=None) -> dict:
+    """One method on one FSM: its maximum FPS (Table 4.8), its mapping(s) (one per scenario; LC differs per
+    scenario), the plan's own maximum FPS and the GA logs. ``genes``: the static mapping of GB/PR-GB
+    (``global_mapping``) or SOTA (``dse.multi.sota``)."""
     t0 = time.perf_counter()
     s = case.settings
     scs = list(s.fsms[fsm])
     sweep = s.fps.get(fsm, ())
-    ev = Evaluator(case, scs, dvfs=DVFS[method])
+    ev = evaluator(case, method, scs)
     out: dict = {"case": s.name, "fsm": fsm, "method": method, "dvfs": DVFS[method], "ga": {}}
     plans: dict[str, tuple[int, ...]] = {}
-    if method in ("PR",):
-        genes, g1 = _maxfps_ga(case, ev, f"{fsm}:{method}:fps")
+    if method == "PR":
+        best, g1 = _maxfps_ga(case, ev, f"{fsm}:{method}:fps")
         out["ga"]["max_fps"] = _ga_log(g1)
         out["max_fps"] = g1.value
-        if sweep:
-            g_e, g2 = _energy_ga(case, ev, sweep[0], f"{fsm}:{method}:energy", seeds=[genes])
-            out["ga"]["energy"] = _ga_log(g2)
+        target = tightest(sweep, g1.value)
+        if target is not None:        # step 3 keeps the mapping found at the tightest constraint (l. 1361-1363)
+            g_e, g2 = _energy_ga(case, ev, target, f"{fsm}:{method}:energy", seeds=[best])
+            out["ga"]["energy"] = {**_ga_log(g2), "fps": target}
             if g2.value < INF:
-                genes = g_e
-        plans = {sc_label(sc): genes for sc in scs}
-    elif method in ("GB", "PR-GB", "SOTA", "BS"):
-        every = [tuple(case.apps)]
+                best = g_e
+        plans = {sc_label(sc): best for sc in scs}
+    elif method in STATIC:
         if method == "BS":
             genes = tuple(case.e_index(s.apps[a]) for a in case.apps)
-        elif method == "SOTA":
-            if sota is None:
-                raise ValueError("SOTA needs its re-measured genes (dse.multi.sota)")
-            genes = tuple(sota)
-        else:
-            gb = Evaluator(case, every, dvfs=False)
-            genes, g1 = _maxfps_ga(case, gb, f"GB:fps")          # one mapping for every FSM (no FSM in the salt)
-            out["ga"]["max_fps"] = _ga_log(g1)
-        out["max_fps_all_apps"] = Evaluator(case, every, dvfs=False).max_fps(genes)[0]
+        elif genes is None:
+            raise ValueError(f"{method} needs its static mapping (global_mapping / dse.multi.sota)")
+        genes = tuple(genes)
+        out["max_fps_all_apps"] = Evaluator(case, [tuple(case.apps)], dvfs=False).max_fps(genes)[0]
         out["max_fps"] = ev.max_fps(genes)[0]                       # GB "modified" (l. 1499)
         plans = {sc_label(sc): genes for sc in scs}
     elif method == "LC":
-        per = []
-        base = None
-        for i, sc in enumerate(scs):
-            one = Evaluator(case, [sc], dvfs=True, limit_apps=sc)
-            base = base or tuple(case.e_index(s.apps[a]) for a in case.apps)
-            genes, g1 = _maxfps_ga(case, one, f"{fsm}:LC:{i}:fps", apps=sc, fixed=base)
-            if sweep:
-                g_e, g2 = _energy_ga(case, one, sweep[0], f"{fsm}:LC:{i}:energy", apps=sc, fixed=genes, seeds=[genes])
-                if g2.value < INF:
-                    genes = g_e
-            per.append(g1.value)
-            plans[sc_label(sc)] = genes
+        base = tuple(case.e_index(s.apps[a]) for a in case.apps)   # apps outside a scenario do not matter
+        found = [_maxfps_ga(case, evaluator(case, "LC", scs, sc), f"{fsm}:LC:{i}:fps", apps=sc, fixed=base)
+                 for i, sc in enumerate(scs)]
+        per = [g.value for _, g in found]
         out["max_fps"] = min(per)
         out["ga"]["scenario_max_fps"] = per
+        target = tightest(sweep, out["max_fps"])
+        for i, (sc, (genes_sc, _)) in enumerate(zip(scs, found)):
+            if target is not None:
+                g_e, g2 = _energy_ga(case, evaluator(case, "LC", scs, sc), target, f"{fsm}:LC:{i}:energy", apps=sc,
+                                     fixed=genes_sc, seeds=[genes_sc])
+                if g2.value < INF:
+                    genes_sc = g_e
+            plans[sc_label(sc)] = genes_sc
     else:
         raise ValueError(method)
     out["plans"] = {k: list(v) for k, v in plans.items()}
-    # the best FPS each scenario reaches with the method's mapping there (what a too-tight deadline can have)
-    pl_ev = {k: ev if method != "LC" else Evaluator(case, [tuple(k.split("+"))], limit_apps=k.split("+"))
-             for k in plans}
-    out["scenario_max_fps"] = {k: pl_ev[k].scenario_max_fps(tuple(k.split("+")), tuple(v), pl_ev[k].placement(tuple(v)))
-                               for k, v in plans.items()}
-    out["mapping"] = {k: mapping_rows(case, ev if method != "LC" else Evaluator(case, [tuple(k.split("+"))]), v)
-                      for k, v in plans.items()}
-    out["cpa_calls"] = ev.cpa_calls
+    evs = {k: ev if method != "LC" else evaluator(case, "LC", scs, sc) for k, sc in zip(plans, scs)}
+    # the best FPS each scenario reaches with the plan there (what a too-tight deadline can have)
+    out["scenario_max_fps"] = {k: evs[k].scenario_max_fps(sc, v, evs[k].placement(v))
+                               for (k, v), sc in zip(plans.items(), scs)}
+    out["plan_max_fps"] = min(out["scenario_max_fps"].values())
+    out["mapping"] = {k: mapping_rows(case, evs[k], v) for k, v in plans.items()}
+    out["cpa_calls"] = sum(e.cpa_calls for e in {id(e): e for e in evs.values()}.values())
     out["time_s"] = round(time.perf_counter() - t0, 3)
     return out
 
@@ -145,27 +174,27 @@ def mapping_rows(case: Case, ev: Evaluator, genes) -> list[dict]:
 
 
 def frequency_table(case: Case, result: dict) -> pd.DataFrame:
-    """Step 3: per scenario and FPS of the sweep (and the method's maximum FPS), the frequencies of least
-    estimated energy (Algorithm 6; maximum frequencies for methods without DVFS) and the WCRTs there."""
+    """Step 3: per scenario and FPS of the sweep, the frequencies of least estimated energy (Algorithm 6; the
+    maximum frequencies for methods without DVFS) and the WCRTs there, for the plan the method deploys."""
     s = case.settings
     fsm, method = result["fsm"], result["method"]
     scs = list(s.fsms[fsm])
-    ev = Evaluator(case, scs, dvfs=result["dvfs"])
     fmax = case.fmax()
+    ev = evaluator(case, method, scs)
     rows = []
-    for fps in sorted(set(s.fps.get(fsm, ())) | ({result["max_fps"]} if result["max_fps"] > 0 else set())):
+    for fps in sorted(set(s.fps.get(fsm, ()))):
         for sc in scs:
             genes = tuple(result["plans"][sc_label(sc)])
-            one = ev if method != "LC" else Evaluator(case, [sc], dvfs=True, limit_apps=sc)
+            one = ev if method != "LC" else evaluator(case, "LC", scs, sc)
             pl = one.placement(genes)
             ch = one.scenario_energy(sc, genes, pl, fps)
+            ok = bool(ch.ok) and one.dla_reason(genes) is None
             row = {"case": s.name, "fsm": fsm, "method": method, "fps": float(fps), "scenario": sc_label(sc),
-                   "feasible": bool(ch.ok) and one.dla_reason(genes) is None,
-                   "est_w": ch.watts if ch.ok else None}
+                   "feasible": ok, "est_w": ch.watts if ok else None}
             freqs = ch.freqs_mhz if ch.ok else fmax
             row.update({f"{k}_mhz": float(freqs[k]) for k in ("cpu", "gpu", "dla")})
             res = one.problem(sc, genes, pl, fps).analyse({k: fmax[k] / freqs[k] for k in freqs})
-            row["wcrt_ms"] = {a: round(v / 1000, 4) for a, v in res.wcrt_us.items()}
-            row["max_wcrt_ms"] = max(res.wcrt_us.values()) / 1000
+            row["wcrt_ms"] = {a: round(v / 1000, 4) for a, v in res.wcrt_us.items() if a in sc}
+            row["max_wcrt_ms"] = max(row["wcrt_ms"].values())
             rows.append(row)
     return pd.DataFrame(rows)

@@ -75,7 +75,13 @@ class MultiSettings:
                 if k not in valid:
                     raise choices_error(f"multi.{key} setting", k, valid)
             subs[key] = sub
+        if not isinstance(d["apps"], dict):
+            raise DseError(f"multi.apps must map app names to benchmarks (e.g. {{app0: yolov2}}), got {d['apps']!r}")
         apps = {str(a): str(b) for a, b in dict(d["apps"]).items()}
+        for a in apps:
+            if "+" in a or not a or a.startswith("_"):
+                raise DseError(f"app name {a!r}: use letters, digits, '-' or '_' (no '+', which joins scenario "
+                               "labels, and no leading '_', reserved)")
         if benchmarks is not None:
             for a, b in apps.items():
                 if b not in benchmarks:
@@ -98,10 +104,12 @@ class MultiSettings:
                 out.append(tuple(sorted({str(a) for a in sc}, key=list(apps).index)))
             fsms[str(f)] = tuple(out)
         fps = {}
+        if not isinstance(d.get("fps") or {}, dict):
+            raise DseError(f"multi.fps must map FSMs to FPS lists (e.g. {{A: [35, 40]}}), got {d.get('fps')!r}")
         for f, values in dict(d.get("fps") or {}).items():
             if str(f) not in fsms:
                 raise choices_error("FSM of multi.fps", f, list(fsms))
-            vals = tuple(float(v) for v in values)
+            vals = tuple(_num(v, f"multi.fps.{f} entry") for v in (values if isinstance(values, list) else [values]))
             if not vals or min(vals) <= 0:
                 raise DseError(f"multi.fps.{f} must list FPS values > 0, got {list(values)}")
             fps[str(f)] = tuple(sorted(vals))
@@ -112,16 +120,34 @@ class MultiSettings:
         precision = str(d.get("precision", "fp16"))
         if precision not in PRECISIONS:
             raise choices_error("multi.precision", precision, PRECISIONS)
-        size = int(d.get("input_size", 256))
+        size = _num(d.get("input_size", 256), "multi.input_size", integer=True)
         if size < 32 or size % 32:
             raise DseError(f"multi.input_size must be a positive multiple of 32, got {size}")
-        cores = int(d.get("cpu_cores", 8))
+        cores = _num(d.get("cpu_cores", 8), "multi.cpu_cores", integer=True)
         ctrl = d.get("controller_core")
         if platform is not None and not 1 <= cores <= platform.cpu_cores:
             raise DseError(f"multi.cpu_cores must be in 1..{platform.cpu_cores} (the cores of {platform.name}), "
                            f"got {cores}")
         if ctrl is not None and not 0 <= int(ctrl) < (platform.cpu_cores if platform is not None else cores):
             raise DseError(f"multi.controller_core {ctrl} is not a core of the board")
+        for key, lo in (("population", 2), ("generations", 0), ("stall", 0)):
+            if key in subs["ga"]:
+                if _num(subs["ga"][key], f"multi.ga.{key}", integer=True) < lo:
+                    raise DseError(f"multi.ga.{key} must be >= {lo}, got {subs['ga'][key]!r}")
+        for key, lo in (("population", 2), ("generations", 0), ("runs", 2), ("objective_runs", 2),
+                        ("exhaustive_max", 0)):
+            if key in subs["pareto"] and _num(subs["pareto"][key], f"multi.pareto.{key}", integer=True) < lo:
+                raise DseError(f"multi.pareto.{key} must be >= {lo}, got {subs['pareto'][key]!r}")
+        if "seconds" in subs["deploy"] and _num(subs["deploy"]["seconds"], "multi.deploy.seconds") <= 0:
+            raise DseError(f"multi.deploy.seconds must be > 0, got {subs['deploy']['seconds']!r}")
+        if "repeats" in subs["deploy"] and _num(subs["deploy"]["repeats"], "multi.deploy.repeats", integer=True) < 1:
+            raise DseError(f"multi.deploy.repeats must be >= 1, got {subs['deploy']['repeats']!r}")
+        if not isinstance(subs["pareto"].get("options", []), list):
+            raise DseError(f"multi.pareto.options must be a list of mapping options, got "
+                           f"{subs['pareto']['options']!r}")
+        controller_us = _num(d.get("controller_us", 50.0), "multi.controller_us")
+        if controller_us < 0:
+            raise DseError(f"multi.controller_us must be >= 0, got {controller_us}")
         rule = subs["pareto"].get("wcet_rule", "max6sigma")
         if rule not in WCET_RULES:
             raise choices_error("multi.pareto.wcet_rule", rule, WCET_RULES)
@@ -136,7 +162,7 @@ class MultiSettings:
         return cls(name=str(d["name"]), precision=precision, input_size=size, apps=apps, priorities=prio,
                    fsms=fsms, fps=fps, methods=methods, cpu_cores=cores,
                    controller_core=None if ctrl is None else int(ctrl),
-                   controller_us=float(d.get("controller_us", 50.0)),
+                   controller_us=controller_us,
                    contention_margin=_margin(d.get("contention_margin", 0.0)), prepost_us=subs["prepost_us"],
                    pareto=subs["pareto"], ga=subs["ga"], freq_order=order, deploy=subs["deploy"])
 
@@ -147,3 +173,10 @@ def _margin(v) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
         raise DseError(f"multi.contention_margin must be a number >= 0 or 'platform', got {v!r}")
     return float(v)
+
+
+def _num(v, name: str, integer: bool = False):
+    """A number from the config, or a DseError naming the key and the value."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and float(v) != int(v)):
+        raise DseError(f"{name} must be {'an integer' if integer else 'a number'}, got {v!r}")
+    return int(v) if integer else float(v)

@@ -18,8 +18,7 @@ import random
 import numpy as np
 
 from dse.multi.combine import Case, Evaluator, evolve
-from dse.multi.placement import map_stages
-from dse.rt.model import App, Stage, Task
+from dse.rt.model import Stage, Task
 
 SALT = "sota"
 

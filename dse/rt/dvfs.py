@@ -84,8 +84,9 @@ def set_freq(levels: Mapping[str, Sequence[float]], schedulable: Callable[[dict]
 
 
 def brute_force(levels: Mapping[str, Sequence[float]], schedulable: Callable[[dict], bool],
-                energy: Callable[[dict], float], *, prune: bool = False) -> FreqChoice:
-    """Exhaustive reference over the full product of levels. With prune=True, vectors dominated by a known
+                energy: Callable[[dict], float], order: Sequence[str] = (), *, prune: bool = False) -> FreqChoice:
+    """Exhaustive reference over the full product of levels (``order`` is accepted and ignored, so it can stand in
+    for ``set_freq``). With prune=True, vectors dominated by a known
     unschedulable one (every frequency <=) are skipped: valid because response times never grow with f.
     Vectors are visited from the top down, so a dominating vector is always seen first."""
     s = _Search(levels, schedulable, energy)

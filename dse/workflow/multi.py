@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from dse.errors import DseError
-from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+from dse.store.atomic import write_bytes_atomic, write_json_atomic
 
-MULTI_PARTS = ("multi", "step1", "platform")
 STEP1_KEYS = ("name", "precision", "input_size", "prepost_us", "pareto")
 
 
@@ -191,25 +191,51 @@ def dvfs_levels(p) -> dict[str, list[float]]:
             "dla": sorted(p.dla_pes()[0].freq_mhz)}
 
 
+GLOBAL_OF = {"GB": "GB", "PR-GB": "GB", "SOTA": "SOTA"}   # method -> its one mapping for every FSM
+
+
+def global_mapping(mdir: str, kind: str) -> dict:
+    """The one static mapping GB / PR-GB (``kind`` GB) or SOTA use on every FSM -> ``global/<kind>.json``."""
+    from dse.multi.methods import global_mapping as gb
+
+    case, seed = load_case(mdir)
+    t0 = time.perf_counter()
+    if kind == "GB":
+        out = gb(case)
+    elif kind == "SOTA":
+        from dse.multi.sota import add_sota, sota_genes
+
+        info = sota_genes(mdir, case, seed)
+        out = {"genes": list(add_sota(case, info)), "sota": info}
+    else:
+        raise DseError(f"no global mapping for {kind!r}; valid: GB, SOTA")
+    out.update(_meta(case.settings, seed), time_s=round(time.perf_counter() - t0, 3))
+    write_json_atomic(Path(mdir) / "global" / f"{kind}.json", out)
+    _say(f"[global {kind}] genes {out['genes']}")
+    return out
+
+
 def combine(mdir: str, fsm: str, method: str) -> dict:
     from dse.multi.methods import combine as run
 
     case, seed = load_case(mdir)
     if fsm not in case.settings.fsms:
         raise DseError(f"FSM {fsm!r} is not in case {case.settings.name}; FSMs: {', '.join(case.settings.fsms)}")
-    sota, info = None, None
-    if method == "SOTA":
-        from dse.multi.sota import add_sota, sota_genes
+    genes, extra = None, {}
+    if method in GLOBAL_OF:
+        glob = json.loads((Path(mdir) / "global" / f"{GLOBAL_OF[method]}.json").read_text())
+        genes = glob["genes"]
+        if glob.get("sota"):
+            from dse.multi.sota import add_sota
 
-        info = sota_genes(mdir, case, seed)
-        sota = add_sota(case, info)
-    result = run(case, fsm, method, sota=sota)
-    if info:
-        result["sota"] = info
-    result.update(_meta(case.settings, seed))
+            add_sota(case, glob["sota"])
+            extra["sota"] = glob["sota"]
+        extra["global_ga"] = glob.get("ga")
+    result = run(case, fsm, method, genes=genes)
+    result.update(extra, **_meta(case.settings, seed))
     write_json_atomic(Path(mdir) / "combine" / f"{fsm}-{method}.json", result)
-    _say(f"[combine {fsm}-{method}] max {result['max_fps']:.1f} FPS ({result['time_s']:.1f} s, "
-         f"{result['cpa_calls']} CPA calls)")
+    _say(f"[combine {fsm}-{method}] max {result['max_fps']:.1f} FPS, plan {result['plan_max_fps']:.1f} FPS "
+         f"({result['time_s']:.1f} s, {result['cpa_calls']} CPA calls)")
     return result
 
 

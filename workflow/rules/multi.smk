@@ -84,12 +84,36 @@ rule multi_powerfit:
         "{DSE} workflow multi-powerfit {wildcards.mdir} 2> >(tee {log} >&2)"
 
 
+rule multi_global:
+    """The one static mapping of GB / PR-GB (every app at once, fmax) or SOTA (per-layer GA on estimates, re-measured)."""
+    input:
+        "{mdir}/config/multi.yaml",
+        "{mdir}/powerfit.json",
+        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in _mplan(wc.mdir).networks for k in ("pareto", "tasks")],
+    output:
+        "{mdir}/global/{gmethod}.json",
+    wildcard_constraints:
+        gmethod="GB|SOTA",
+    log:
+        "{mdir}/logs/global-{gmethod}.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow multi-global {wildcards.mdir} --method {wildcards.gmethod} 2> >(tee {log} >&2)"
+
+
+def _global_input(wc):
+    kind = {"GB": "GB", "PR-GB": "GB", "SOTA": "SOTA"}.get(wc.mmethod)
+    return [f"{wc.mdir}/global/{kind}.json"] if kind else []
+
+
 rule multi_combine:
     """Step 2: one method on one FSM (maximum FPS, mapping, the energy GA at the tightest constraint)."""
     input:
         "{mdir}/config/multi.yaml",
         "{mdir}/powerfit.json",
         lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in _mplan(wc.mdir).networks for k in ("pareto", "tasks")],
+        _global_input,
     output:
         "{mdir}/combine/{fsm}-{mmethod}.json",
     log:
