@@ -116,3 +116,11 @@ def test_methods_shapes():
 
 def test_contention_margin_lowers_max_fps():
     assert combine(case(contention=0.15), "A", "BS")["max_fps"] <= combine(case(), "A", "BS")["max_fps"]
+
+
+def test_no_mapping_within_the_dla_limit_is_recorded_with_the_reason():
+    c = case()
+    c.chains["net"], c.n_dla["net"] = [c.chains["net"][2]], [2]          # only two-DLA-stage mappings: 8 > 4 engines
+    c.e_dyn["net"], c.labels["net"] = [c.e_dyn["net"][2]], ["C 5-9"]
+    r = combine(c, "A", "PR")
+    assert r["max_fps"] == 0.0 and "exceed the 4 engines" in r["refused"]

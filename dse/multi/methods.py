@@ -27,31 +27,10 @@ def sc_label(sc) -> str:
     return "+".join(sc)
 
 
-def _maxfps_ga(case: Case, ev: Evaluator, salt: str, apps=None, fixed=None, seeds=()):
-    """Max-FPS GA over the genes of ``apps`` (default all; the others fixed to ``fixed``)."""
-    apps = list(apps or case.apps)
-    idx = [case.apps.index(a) for a in apps]
-    base = list(fixed or [0] * len(case.apps))
-    sizes = [case.sizes()[i] for i in idx]
-
-    def full(sub):
-        g = list(base)
-        for i, v in zip(idx, sub):
-            g[i] = v
-        return tuple(g)
-
-    def fit(sub):
-        v, cases = ev.max_fps(full(sub))
-        return v, [v + 1e-3 * sum(cases)] + list(cases)     # ties broken by the other scenarios' headroom
-
-    out = evolve(sizes, fit, maximize=True, ga=case.settings.ga, salt=salt,
-                 seeds=[tuple(s[i] for i in idx) for s in seeds])
-    return full(out.genes), out
-
-
-def _energy_ga(case: Case, ev: Evaluator, fps: float, salt: str, apps=None, fixed=None, seeds=()):
-    apps = list(apps or case.apps)
-    idx = [case.apps.index(a) for a in apps]
+def _ga_over(case: Case, evaluate, maximize: bool, salt: str, apps=None, fixed=None, seeds=()):
+    """The step-2 GA over the genes of ``apps`` (default every app; the others fixed to ``fixed``):
+    ``evaluate(full genes) -> (value, cases)``. Returns the full genes of the best and the GA outcome."""
+    idx = [case.apps.index(a) for a in (apps or case.apps)]
     base = list(fixed or [0] * len(case.apps))
 
     def full(sub):
@@ -60,9 +39,22 @@ def _energy_ga(case: Case, ev: Evaluator, fps: float, salt: str, apps=None, fixe
             g[i] = v
         return tuple(g)
 
-    out = evolve([case.sizes()[i] for i in idx], lambda sub: ev.energy(full(sub), fps), maximize=False,
+    out = evolve([case.sizes()[i] for i in idx], lambda sub: evaluate(full(sub)), maximize=maximize,
                  ga=case.settings.ga, salt=salt, seeds=[tuple(s[i] for i in idx) for s in seeds])
     return full(out.genes), out
+
+
+def _maxfps_ga(case: Case, ev: Evaluator, salt: str, **kw):
+    """Highest FPS every scenario meets; ties broken by the other scenarios' headroom."""
+    def fit(genes):
+        v, cases = ev.max_fps(genes)
+        return v, [v + 1e-3 * sum(cases)] + list(cases)
+    return _ga_over(case, fit, True, salt, **kw)
+
+
+def _energy_ga(case: Case, ev: Evaluator, fps: float, salt: str, **kw):
+    """Least mean energy over the scenarios at ``fps`` (inf where a scenario misses)."""
+    return _ga_over(case, lambda genes: ev.energy(genes, fps), False, salt, **kw)
 
 
 def _ga_log(out) -> dict:
@@ -158,6 +150,7 @@ def combine(case: Case, fsm: str, method: str, *, genes=None) -> dict:
     out["scenario_max_fps"] = {k: evs[k].scenario_max_fps(sc, v, evs[k].placement(v))
                                for (k, v), sc in zip(plans.items(), scs)}
     out["plan_max_fps"] = min(out["scenario_max_fps"].values())
+    out["refused"] = next((r for k, v in plans.items() if (r := evs[k].dla_reason(v))), "")   # e.g. the DLA limit
     out["mapping"] = {k: mapping_rows(case, evs[k], v) for k, v in plans.items()}
     out["cpa_calls"] = sum(e.cpa_calls for e in {id(e): e for e in evs.values()}.values())
     out["time_s"] = round(time.perf_counter() - t0, 3)

@@ -164,7 +164,8 @@ def write_report(mdir) -> str:
             lines += ["## One hyperperiod of PR (periodic simulation)", "", "![gantt](plots/multi_gantt.png)", ""]
     infeasible = [f"{c['method']} FSM-{c['fsm']}: best achievable {c['max_fps']:.1f} FPS, below the tightest "
                   f"constraint {min(settings.fps.get(c['fsm'], [0]))}; per scenario: " +
-                  ", ".join(f"{k} {v:.1f}" for k, v in c.get("scenario_max_fps", {}).items()) for c in combos
+                  ", ".join(f"{k} {v:.1f}" for k, v in c.get("scenario_max_fps", {}).items()) +
+                  (f" ({c['refused']})" if c.get("refused") else "") for c in combos
                   if settings.fps.get(c["fsm"]) and c["max_fps"] < min(settings.fps[c["fsm"]])]
     if infeasible:
         lines += ["## Constraints no mapping of a method meets", ""] + [f"- {x}" for x in infeasible] + [""]

@@ -158,7 +158,9 @@ def pareto(mdir: str, network: str) -> dict:
 
 def load_case(mdir: str):
     """The step-2 Case from the step-1 tables and the power fit."""
+    from dse.backends.sim.periodic import accelerator_contention
     from dse.multi.combine import Case
+    from dse.multi.deploy import stages_of
     from dse.multi.pareto import load_apps_models
     from dse.platform import load_platform
     from dse.rt.energy import PowerFit
@@ -167,9 +169,6 @@ def load_case(mdir: str):
     p = load_platform(platform)
     fronts = {n: pd.read_parquet(Path(mdir) / "pareto" / f"{n}.parquet") for n in settings.networks}
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in settings.networks}
-    from dse.backends.sim.periodic import accelerator_contention
-    from dse.multi.deploy import stages_of
-
     chains, n_dla, e_dyn, labels, bases = {}, {}, {}, {}, {}
     for n in settings.networks:
         chains.update(load_apps_models(fronts[n], tasks[n]))
