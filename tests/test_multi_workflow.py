@@ -22,7 +22,7 @@ def finished(tmp_path_factory):
 
 def test_outputs_and_shapes(finished):
     case = finished / CASE
-    for f in ("multi.md", "config.yaml", "plots/multi_fps.png", "powerfit.json", "pareto/yolov2-tiny.parquet",
+    for f in ("multi.md", "config.yaml", "plots/multi_fps.png", "powerfit.json", "powerfit.parquet", "pareto/yolov2-tiny.parquet",
               "tasks/yolov3-tiny.parquet", "combine/X-PR.json", "freqtable/Y-LC.parquet", "deploy/X-SOTA.parquet"):
         assert (case / f).exists(), f
     fps = {(r["fsm"], r["method"]): r for r in (json.loads(p.read_text()) for p in (case / "combine").glob("*.json"))}
@@ -30,6 +30,10 @@ def test_outputs_and_shapes(finished):
         assert fps[fsm, "PR"]["max_fps"] >= fps[fsm, "BS"]["max_fps"] > 0
         assert fps[fsm, "LC"]["max_fps"] >= fps[fsm, "PR"]["max_fps"] - 0.5
         assert fps[fsm, "PR"]["max_fps"] >= fps[fsm, "GB"]["max_fps_all_apps"] - 0.05
+    cands = pd.read_parquet(case / "candidates" / "yolov2-tiny.parquet")     # every step-1 measurement
+    front = pd.read_parquet(case / "pareto" / "yolov2-tiny.parquet")
+    assert len(cands) > len(front) and cands.pareto.sum() == len(front)
+    assert (cands.rejected.str.len() > 0).sum() == cands.latency_us.isna().sum()
     dep = pd.concat(pd.read_parquet(p) for p in (case / "deploy").glob("*.parquet"))
     assert len(dep) and dep.misses.sum() == 0 and (dep.max_response_over_wcrt <= 1.0).all()
     table = pd.read_parquet(case / "freqtable" / "X-PR.parquet")

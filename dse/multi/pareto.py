@@ -176,8 +176,17 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
                                  "population": pop_n}
 
 
-def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(pareto, tasks, summary) of one network: one row per Pareto mapping, one row per task of each."""
+def candidates_frame(network: str, cands: list[Candidate], front: list[Candidate]) -> pd.DataFrame:
+    """Every evaluated candidate (the board measurements of step 1): objectives or why it was rejected."""
+    on_front = {(c.option, c.cuts) for c in front}
+    return pd.DataFrame([{"network": network, "option": c.option, "cuts": list(c.cuts), "n_dla": c.n_dla,
+                          **dict(zip(OBJECTIVES, c.objectives or (None,) * len(OBJECTIVES))), "e_cpu_j": c.e_cpu_j,
+                          "rejected": c.reason, "pareto": (c.option, c.cuts) in on_front} for c in cands])
+
+
+def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+    """(pareto, tasks, summary, candidates) of one network: one row per Pareto mapping, one row per task of each,
+    one row per evaluated candidate."""
     cands, summary = search_front(backend, settings, progress=progress)
     ok = [c for c in cands if c.objectives is not None]
     summary.update(feasible=len(ok), rejected=len(cands) - len(ok))
@@ -204,7 +213,8 @@ def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFra
         for r in prof.records():
             trows.append({"network": backend.settings.benchmark, "mapping": mid, **r})
     summary.update(pareto=len(front), share=len(front) / max(1, len(ok)))
-    return pd.DataFrame(prow), pd.DataFrame(trows), summary
+    return pd.DataFrame(prow), pd.DataFrame(trows), summary, \
+        candidates_frame(backend.settings.benchmark, cands, front)
 
 
 def load_apps_models(pareto: pd.DataFrame, tasks: pd.DataFrame):

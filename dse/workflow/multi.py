@@ -144,8 +144,9 @@ def pareto(mdir: str, network: str) -> dict:
     def progress(i, total):
         _say(f"[pareto {network}] {i}{'/' + str(total) if total else ''} candidates")
 
-    front, tasks, summary = step1(backend, settings, progress=progress)
+    front, tasks, summary, candidates = step1(backend, settings, progress=progress)
     out = Path(mdir)
+    _write_parquet(out / "candidates" / f"{network}.parquet", candidates)
     _write_parquet(out / "pareto" / f"{network}.parquet", front)
     _write_parquet(out / "tasks" / f"{network}.parquet", tasks)
     summary = {**summary, **_meta(settings, seed), "network": network, "layers": len(backend.analysis.layers),
@@ -274,6 +275,8 @@ def powerfit(mdir: str) -> dict:
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in nets}
     fit, records = power_fit(p, fronts, tasks, dvfs_levels(p), seed)
     out = {"fit": fit.to_dict(), **records, **_meta(settings, seed)}
+    sweeps = pd.DataFrame([{"sweep": k, **r} for k in ("idle", "dynamic") for r in records[k]])
+    _write_parquet(Path(mdir) / "powerfit.parquet", sweeps.assign(seed=seed))    # the board measurements
     write_json_atomic(Path(mdir) / "powerfit.json", out)
     _say(f"[powerfit] static fits for {', '.join(fit.static)}; dynamic fits: {len(fit.dynamic)}")
     return out

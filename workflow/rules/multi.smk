@@ -60,6 +60,7 @@ rule multi_pareto:
     output:
         "{mdir}/pareto/{network}.parquet",
         "{mdir}/tasks/{network}.parquet",
+        "{mdir}/candidates/{network}.parquet",
     log:
         "{mdir}/logs/pareto-{network}.log",
     resources:
@@ -76,6 +77,7 @@ rule multi_powerfit:
         lambda wc: [f"{wc.mdir}/pareto/{n}.parquet" for n in _mplan(wc.mdir).networks],
     output:
         "{mdir}/powerfit.json",
+        "{mdir}/powerfit.parquet",
     log:
         "{mdir}/logs/powerfit.log",
     resources:
