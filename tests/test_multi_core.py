@@ -54,7 +54,7 @@ def case(s=None, contention=0.0):
     levels = {"cpu": [1190.4, 1728.0, 2265.6], "gpu": [675.75, 1032.75, 1377.0], "dla": [896.0, 1395.2]}
     e = [{"gpu": 0.08, "dla": 0.0, "cpu": 0.004}, {"gpu": 0.03, "dla": 0.02, "cpu": 0.004},
          {"gpu": 0.012, "dla": 0.03, "cpu": 0.004}]
-    return Case(s, {"net": chains}, {"net": [0, 1, 2]}, {"net": e}, {"net": ["E", "A 10", "C 5-9"]}, fit, levels,
+    return Case(s, {"net": chains}, {"net": [0, 1, 2]}, {"net": e}, {"net": [("E", ()), ("A", (10,)), ("C", (5, 9))]}, fit, levels,
                 max_dla_engines=4, contention=contention)
 
 
@@ -121,6 +121,6 @@ def test_contention_margin_lowers_max_fps():
 def test_no_mapping_within_the_dla_limit_is_recorded_with_the_reason():
     c = case()
     c.chains["net"], c.n_dla["net"] = [c.chains["net"][2]], [2]          # only two-DLA-stage mappings: 8 > 4 engines
-    c.e_dyn["net"], c.labels["net"] = [c.e_dyn["net"][2]], ["C 5-9"]
+    c.e_dyn["net"], c.mappings["net"] = [c.e_dyn["net"][2]], [("C", (5, 9))]
     r = combine(c, "A", "PR")
     assert r["max_fps"] == 0.0 and "exceed the 4 engines" in r["refused"]

@@ -41,13 +41,18 @@ class Case:
     chains: dict[str, list[tuple[Stage, ...]]]
     n_dla: dict[str, list[int]]
     e_dyn: dict[str, list[dict[str, float]]]
-    labels: dict[str, list[str]]          # "A 29" per mapping, for tables
+    mappings: dict[str, list[tuple[str, tuple[int, ...]]]]   # (option, cuts) per mapping
     fit: PowerFit
     levels: dict[str, list[float]]
     max_dla_engines: int | None
     contention: float = 0.0
     n_dla_cores: int = 2
     bases: dict[str, list] = field(default_factory=dict)   # network -> per mapping its noise-free task times
+
+    def label(self, network: str, index: int) -> str:
+        """'A 29', 'C 12-40', 'E': the mapping for tables."""
+        option, cuts = self.mappings[network][index]
+        return f"{option} {'-'.join(map(str, cuts))}".strip()
 
     @property
     def apps(self) -> list[str]:

@@ -36,7 +36,7 @@ def jedi_multi(case, result: dict, analyses: dict, *, scenario: str | None = Non
     instances = []
     for a in case.apps:
         net, m = s.apps[a], rows[a]
-        option, *cuts = m["mapping"].replace("-", " ").split()
+        option, cuts = m["option"], m["cuts"]
         analysis, _ = analyses[net]
         cfg = Configuration(benchmark=net, platform=platform.name, option=option, cuts=tuple(int(c) for c in cuts),
                             streams=(1,) * (len(cuts) + 1), buffers=1, precision=s.precision,

@@ -162,7 +162,8 @@ def mapping_rows(case: Case, ev: Evaluator, genes) -> list[dict]:
     pl = ev.placement(tuple(genes))
     chains = ev.chains_of(tuple(genes))
     s = case.settings
-    return [{"app": a, "network": s.apps[a], "pareto_index": int(g), "mapping": case.labels[s.apps[a]][g],
+    return [{"app": a, "network": s.apps[a], "pareto_index": int(g), "mapping": case.label(s.apps[a], g),
+             "option": case.mappings[s.apps[a]][g][0], "cuts": list(case.mappings[s.apps[a]][g][1]),
              "pes": [pl[a, k] for k in range(len(chains[a]))]} for a, g in zip(case.apps, genes)]
 
 

@@ -191,6 +191,6 @@ def add_sota(case: Case, info: dict) -> tuple[int, ...]:
                                      for st in m["stages"]))
         case.n_dla[net].append(int(m["n_dla"]))
         case.e_dyn[net].append(dict(m["e_dyn"]))
-        case.labels[net].append(f"{m['option']} {'-'.join(map(str, m['cuts']))}".strip())
+        case.mappings[net].append((m["option"], tuple(m["cuts"])))
         genes.append(len(case.chains[net]) - 1)
     return tuple(genes)

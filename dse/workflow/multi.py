@@ -170,7 +170,7 @@ def load_case(mdir: str):
     p = load_platform(platform)
     fronts = {n: pd.read_parquet(Path(mdir) / "pareto" / f"{n}.parquet") for n in settings.networks}
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in settings.networks}
-    chains, n_dla, e_dyn, labels, bases = {}, {}, {}, {}, {}
+    chains, n_dla, e_dyn, mappings, bases = {}, {}, {}, {}, {}
     for n in settings.networks:
         chains.update(load_apps_models(fronts[n], tasks[n]))
         f = fronts[n].sort_values("mapping")
@@ -178,10 +178,10 @@ def load_case(mdir: str):
         n_dla[n] = [int(x) for x in f.n_dla]
         e_dyn[n] = [{k: float(getattr(r, f"e_{k}_full_j")) for k in ("gpu", "dla", "cpu")
                      if getattr(r, f"e_{k}_full_j") > 0} for r in f.itertuples()]
-        labels[n] = [f"{r.option} {'-'.join(map(str, r.cuts))}".strip() for r in f.itertuples()]
+        mappings[n] = [(str(r.option), tuple(int(c) for c in r.cuts)) for r in f.itertuples()]
     fit = PowerFit.from_dict(json.loads((Path(mdir) / "powerfit.json").read_text())["fit"])
     levels = dvfs_levels(p)
-    return Case(settings, chains, n_dla, e_dyn, labels, fit, levels, p.limits.max_dla_engines_total,
+    return Case(settings, chains, n_dla, e_dyn, mappings, fit, levels, p.limits.max_dla_engines_total,
                 contention=accelerator_contention(p) if settings.contention_margin is None
                 else settings.contention_margin, n_dla_cores=len(p.dla_pes()), bases=bases), seed
 
