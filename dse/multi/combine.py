@@ -23,8 +23,8 @@ import numpy as np
 from dse.errors import DseError
 from dse.multi.placement import map_stages
 from dse.multi.settings import MultiSettings
-from dse.rt.cpa import CpaProblem
-from dse.rt.dvfs import FreqChoice, set_freq
+from dse.rt.cpa import CpaProblem, max_fps
+from dse.rt.dvfs import FreqChoice, scales, set_freq
 from dse.rt.energy import AppEnergy, PowerFit, scenario_watts
 from dse.rt.model import App, Stage, Task
 
@@ -102,8 +102,7 @@ class Evaluator:
         self.apps = case.apps
         self.limit_apps = list(limit_apps) if limit_apps is not None else self.apps
         self._memo: dict = {}
-        self.cpa_calls = 0
-        self.evaluations = 0
+        self.cpa_calls = 0          # schedulability checks of the frequency searches
 
     # ---- building blocks -------------------------------------------------------------------------------
     def chains_of(self, genes: Genes) -> dict[str, tuple[Stage, ...]]:
@@ -121,9 +120,10 @@ class Evaluator:
     def placement(self, genes: Genes) -> dict[tuple[str, int], str]:
         return map_stages(self.chains_of(genes), self.placement_scenarios, self.case.cpu_cores, self.case.n_dla_cores)
 
-    def scenario_apps(self, sc, genes: Genes, placement, fps: float) -> list[App]:
-        """The apps of a scenario with WCETs inflated for shared-memory contention."""
-        s, chains = self.case.settings, self.chains_of(genes)
+    def scenario(self, sc, chains: Mapping[str, Sequence[Stage]], placement, fps: float):
+        """(apps, placement) the CPA analyses for a scenario: WCETs inflated for shared-memory contention, and the
+        release controller on its core."""
+        s = self.case.settings
         acc = {placement[a, k] for a in sc for k, st in enumerate(chains[a]) if st.kind != "cpu"}
         margin = 1.0 + self.case.contention * max(0, len(acc) - 1)
         out = []
@@ -134,7 +134,8 @@ class Evaluator:
             out.append(App(a, 1e6 / fps, s.priority(a), stages, s.apps[a]))
         if s.controller_core is not None:
             out.append(controller_app(s, fps, len(sc)))
-        return out
+            placement = {**placement, (CONTROLLER, 0): f"CPU{s.controller_core}"}
+        return out, placement
 
     def energies(self, sc, genes: Genes, fps: float) -> list[AppEnergy]:
         s = self.case.settings
@@ -147,20 +148,19 @@ class Evaluator:
                           for a in sc))
 
     def problem(self, sc, genes: Genes, placement, fps: float) -> CpaProblem:
-        pl = placement
-        if self.case.settings.controller_core is not None:
-            pl = {**placement, (CONTROLLER, 0): f"CPU{self.case.settings.controller_core}"}
-        return CpaProblem(self.scenario_apps(sc, genes, placement, fps), pl)
+        return CpaProblem(*self.scenario(sc, self.chains_of(genes), placement, fps))
 
     # ---- per scenario ---------------------------------------------------------------------------------------
     def scenario_max_fps(self, sc, genes: Genes, placement) -> float:
         key = ("fps", self._key(sc, genes, placement))
         if key not in self._memo:
-            def ok(k: int) -> bool:
-                self.cpa_calls += 1
-                return self.problem(sc, genes, placement, k / 10).schedulable()
-            self._memo[key] = _bisect_fps(ok)
+            self._memo[key] = max_fps(*self.scenario(sc, self.chains_of(genes), placement, 1.0), hi=FPS_HI)
         return self._memo[key]
+
+    def max_fps_of(self, chains: Mapping[str, Sequence[Stage]]) -> float:
+        """The maximum FPS every scenario meets with these stage chains (not Pareto genes: SOTA's estimates)."""
+        pl = map_stages(chains, self.placement_scenarios, self.case.cpu_cores, self.case.n_dla_cores)
+        return min(max_fps(*self.scenario(sc, chains, pl, 1.0), hi=FPS_HI) for sc in self.scenarios)
 
     def scenario_energy(self, sc, genes: Genes, placement, fps: float) -> FreqChoice:
         """Algorithm 6 on one scenario (or the maximum frequencies only, without DVFS)."""
@@ -172,7 +172,7 @@ class Evaluator:
 
             def schedulable(freqs):
                 self.cpa_calls += 1
-                return prob.schedulable({k: fmax[k] / f for k, f in freqs.items()})
+                return prob.schedulable(scales(fmax, freqs))
 
             def energy(freqs):
                 return scenario_watts(self.case.fit, apps_e, freqs)
@@ -188,7 +188,6 @@ class Evaluator:
     # ---- whole chromosome (Algorithm 4) ---------------------------------------------------------------------
     def max_fps(self, genes: Genes) -> tuple[float, list[float]]:
         """(min over scenarios, per-scenario) maximum FPS at maximum frequency; 0 when the DLA limit is broken."""
-        self.evaluations += 1
         if self.dla_reason(genes):
             return 0.0, [0.0] * len(self.scenarios)
         pl = self.placement(genes)
@@ -197,7 +196,6 @@ class Evaluator:
 
     def energy(self, genes: Genes, fps: float) -> tuple[float, list[float]]:
         """(mean over scenarios, per-scenario) estimated watts at ``fps``; inf when any scenario misses."""
-        self.evaluations += 1
         if self.dla_reason(genes):
             return INF, [INF] * len(self.scenarios)
         pl = self.placement(genes)
@@ -210,25 +208,11 @@ class Evaluator:
         return float(np.mean(cases)), cases
 
 
-def _bisect_fps(ok: Callable[[int], bool], hi: float = FPS_HI) -> float:
-    """Largest FPS on the 0.1 grid in [1, hi] with ok(10 * fps); schedulability is monotone in the period."""
-    lo_k, hi_k = 10, int(hi * 10)
-    if not ok(lo_k):
-        return 0.0
-    if ok(hi_k):
-        return hi_k / 10
-    while hi_k - lo_k > 1:
-        mid = (lo_k + hi_k) // 2
-        lo_k, hi_k = (mid, hi_k) if ok(mid) else (lo_k, mid)
-    return lo_k / 10
-
-
 # ---- the GA ---------------------------------------------------------------------------------------------
 @dataclass
 class GAOutcome:
     genes: Genes
     value: float
-    cases: list[float]
     history: list[float] = field(default_factory=list)
     evaluations: int = 0
     generations: int = 0
@@ -261,10 +245,10 @@ def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[f
 
         best = None
         for g in itertools.product(*[range(n) for n in sizes]):
-            v, c = ev(tuple(g))
+            v, _ = ev(tuple(g))
             if best is None or better(v, best[1]):
-                best = (tuple(g), v, c)
-        return GAOutcome(best[0], best[1], best[2], [best[1]], len(memo), 0, exhaustive=True)
+                best = (tuple(g), v)
+        return GAOutcome(best[0], best[1], [best[1]], len(memo), 0, exhaustive=True)
 
     class Ind(list):
         pass
@@ -315,4 +299,4 @@ def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[f
                 break
     finally:
         random.setstate(rng_state)
-    return GAOutcome(tuple(best), best.value, list(ev(tuple(best))[1]), history, len(memo), done)
+    return GAOutcome(tuple(best), best.value, history, len(memo), done)

@@ -14,18 +14,12 @@ import pandas as pd
 from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
 from dse.backends.sim.power import RAIL_OF_TYPE, idle_rails_w
 from dse.errors import DseError
-from dse.multi.combine import CONTROLLER
+from dse.multi.combine import CONTROLLER, controller_app
+from dse.multi.pareto import task_chains
 from dse.rt.energy import PowerFit, fit_dynamic, fit_static
 
 FIT_PERIOD_US = 100_000.0      # fixed-period mode: one frame per 100 ms
 FIT_SECONDS = 2.0
-
-
-def stages_of(tasks: pd.DataFrame, mapping: int) -> tuple[PeriodicStage, ...]:
-    """The noise-free base times at fmax of one step-1 mapping, stage by stage (``tasks.parquet`` rows)."""
-    g = tasks[tasks.mapping == mapping].sort_values(["stage", "kernel"])
-    return tuple(PeriodicStage(str(gs.kind.iloc[0]), tuple(float(x) for x in gs.base_us), str(gs.label.iloc[0]))
-                 for _, gs in g.groupby("stage", sort=True))
 
 
 def _solo_placement(stages) -> dict[tuple[str, int], str]:
@@ -67,8 +61,9 @@ def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Dat
         records["idle"] += [{"kind": kind, "rail": rail, "mhz": f, "w": x} for f, x in zip(fs, w)]
     dynamic = {}
     for net, front in fronts.items():
+        _, bases = task_chains(tasks[net])
         for kind, mid in _fit_mappings(front).items():
-            stages = stages_of(tasks[net], mid)
+            stages = bases[mid]
             app = PeriodicApp("app", FIT_PERIOD_US, 0, stages)
             pl = _solo_placement(stages)
             pes = [pe for (_, k), pe in pl.items() if stages[k].kind == kind]
@@ -89,27 +84,36 @@ def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Dat
     return PowerFit(static=static, dynamic=dynamic, fmax_mhz=fmax), records
 
 
-def deploy_rows(platform, combine: dict, freqtable: pd.DataFrame, bases: dict, settings, *, seed: int = 0,
+def scenario_run(case, combine: dict, row) -> tuple[list[PeriodicApp], dict, dict]:
+    """(apps, placement, clocks) of one frequency-table entry as the board runs it: each app of the scenario with
+    the base times of its mapping there and the PEs the analysis placed it on, and the release controller above
+    every app on its core (the same task the analysis charges, ``combine.controller_app``)."""
+    s = case.settings
+    sc = row.scenario.split("+")
+    period = 1e6 / row.fps
+    genes = dict(zip(case.apps, combine["plans"][row.scenario]))
+    apps = [PeriodicApp(a, period, s.priority(a), case.bases[s.apps[a]][genes[a]]) for a in sc]
+    pl = {(m["app"], k): pe for m in combine["mapping"][row.scenario] if m["app"] in sc
+          for k, pe in enumerate(m["pes"])}
+    if s.controller_core is not None:
+        ctrl = controller_app(s, row.fps, len(sc))
+        apps.append(PeriodicApp(CONTROLLER, period, ctrl.priority,
+                                tuple(PeriodicStage(st.kind, (st.wcet_us,), st.label) for st in ctrl.stages)))
+        pl[CONTROLLER, 0] = f"CPU{s.controller_core}"
+    return apps, pl, {"cpu": row.cpu_mhz, "gpu": row.gpu_mhz, "dla": row.dla_mhz}
+
+
+def deploy_rows(platform, case, combine: dict, freqtable: pd.DataFrame, *, seed: int = 0,
                 progress=None) -> pd.DataFrame:
-    """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board.
-    ``bases``: scenario label -> app -> PeriodicStage tuple of its mapping there."""
-    seconds = float(settings.deploy.get("seconds", 10))
-    repeats = int(settings.deploy.get("repeats", 3))
+    """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board."""
+    seconds = float(case.settings.deploy.get("seconds", 10))
+    repeats = int(case.settings.deploy.get("repeats", 3))
     rows = []
     ok = freqtable[freqtable.feasible]
     for i, r in enumerate(ok.itertuples()):
         if progress is not None:
             progress(i, len(ok))
-        sc = r.scenario.split("+")
-        period = 1e6 / r.fps
-        apps = [PeriodicApp(a, period, settings.priority(a), bases[r.scenario][a]) for a in sc]
-        pl = {(m["app"], k): pe for m in combine["mapping"][r.scenario] if m["app"] in sc
-              for k, pe in enumerate(m["pes"])}
-        if settings.controller_core is not None:       # the release controller: above every app on its core
-            c = settings.controller_us * len(sc)
-            apps.append(PeriodicApp(CONTROLLER, period, -1, (PeriodicStage("cpu", (c,), "controller"),)))
-            pl[CONTROLLER, 0] = f"CPU{settings.controller_core}"
-        freqs = {"cpu": r.cpu_mhz, "gpu": r.gpu_mhz, "dla": r.dla_mhz}
+        apps, pl, freqs = scenario_run(case, combine, r)
         for rep in range(repeats):
             res = simulate_periodic(apps, pl, platform=platform, freqs_mhz=freqs, duration_us=seconds * 1e6,
                                     seed=seed * 1000 + rep, controller_core=None, random_phase=rep > 0)

@@ -19,6 +19,7 @@ import time
 import pandas as pd
 
 from dse.multi.combine import INF, Case, Evaluator, evolve
+from dse.rt.dvfs import scales
 
 DVFS = {"PR": True, "PR-GB": True, "LC": True, "GB": False, "BS": False, "SOTA": False}
 
@@ -187,7 +188,7 @@ def frequency_table(case: Case, result: dict) -> pd.DataFrame:
                    "feasible": ok, "est_w": ch.watts if ok else None}
             freqs = ch.freqs_mhz if ch.ok else fmax
             row.update({f"{k}_mhz": float(freqs[k]) for k in ("cpu", "gpu", "dla")})
-            res = one.problem(sc, genes, pl, fps).analyse({k: fmax[k] / freqs[k] for k in freqs})
+            res = one.problem(sc, genes, pl, fps).analyse(scales(fmax, freqs))
             row["wcrt_ms"] = {a: round(v / 1000, 4) for a, v in res.wcrt_us.items() if a in sc}
             row["max_wcrt_ms"] = max(row["wcrt_ms"].values())
             rows.append(row)

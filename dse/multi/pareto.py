@@ -217,19 +217,21 @@ def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFra
         candidates_frame(backend.settings.benchmark, cands, front)
 
 
-def load_apps_models(pareto: pd.DataFrame, tasks: pd.DataFrame):
-    """network -> list (by mapping id) of stage tuples (dse.rt.model.Stage), rebuilt from the step-1 tables."""
+def task_chains(tasks: pd.DataFrame) -> tuple[list[tuple], list[tuple]]:
+    """One network's ``tasks.parquet`` read back, per mapping id: its stage chain for the analysis
+    (``dse.rt.model.Stage``: WCET/ACET/BCET at fmax) and for the periodic simulation (``PeriodicStage``: the
+    noise-free base times the simulation draws around)."""
+    from dse.backends.sim.periodic import PeriodicStage
     from dse.rt.model import Stage, Task
 
-    out: dict[str, list] = {}
-    for net, g in tasks.groupby("network", sort=False):
-        n_maps = int(pareto[pareto.network == net].mapping.max()) + 1
-        chains: list = [None] * n_maps
-        for mid, gm in g.groupby("mapping"):
-            stages = []
-            for _, gs in gm.sort_values(["stage", "kernel"]).groupby("stage", sort=True):
-                tasks_ = tuple(Task(float(r.wcet_us), float(r.acet_us), float(r.bcet_us)) for r in gs.itertuples())
-                stages.append(Stage(str(gs.kind.iloc[0]), tasks_, str(gs.label.iloc[0])))
-            chains[int(mid)] = tuple(stages)
-        out[str(net)] = chains
-    return out
+    n = int(tasks.mapping.max()) + 1
+    chains: list = [None] * n
+    bases: list = [None] * n
+    for mid, gm in tasks.sort_values(["mapping", "stage", "kernel"]).groupby("mapping", sort=True):
+        stages = list(gm.groupby("stage", sort=True))
+        chains[int(mid)] = tuple(
+            Stage(str(gs.kind.iloc[0]), tuple(Task(float(r.wcet_us), float(r.acet_us), float(r.bcet_us))
+                                              for r in gs.itertuples()), str(gs.label.iloc[0])) for _, gs in stages)
+        bases[int(mid)] = tuple(PeriodicStage(str(gs.kind.iloc[0]), tuple(float(x) for x in gs.base_us),
+                                              str(gs.label.iloc[0])) for _, gs in stages)
+    return chains, bases

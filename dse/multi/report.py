@@ -84,7 +84,8 @@ def fps_plot(grid: pd.DataFrame, out) -> Path:
 
 def hyperperiod_gantt(mdir, combo: dict, ft: pd.DataFrame, out) -> Path | None:
     """One hyperperiod of the largest scenario of a method at its tightest feasible FPS (periodic DES trace)."""
-    from dse.backends.sim.periodic import PeriodicApp, simulate_periodic
+    from dse.backends.sim.periodic import simulate_periodic
+    from dse.multi.deploy import scenario_run
     from dse.multi.networks import case_platform
     from dse.platform import load_platform
     from dse.report.gantt import draw_gantt
@@ -96,15 +97,12 @@ def hyperperiod_gantt(mdir, combo: dict, ft: pd.DataFrame, out) -> Path | None:
     ok = ok.assign(n=ok.scenario.str.count(r"\+")).sort_values(["n", "fps"], ascending=[False, False])
     r = ok.iloc[0]
     case, seed, _ = load_result(mdir, combo["fsm"], combo["method"])
-    s, (_, platform, _) = case.settings, load_settings(mdir)
+    _, platform, _ = load_settings(mdir)
     sc = r.scenario.split("+")
-    genes = dict(zip(case.apps, combo["plans"][r.scenario]))
-    apps = [PeriodicApp(a, 1e6 / r.fps, s.priority(a), case.bases[s.apps[a]][genes[a]]) for a in sc]
-    pl = {(m["app"], k): pe for m in combo["mapping"][r.scenario] if m["app"] in sc for k, pe in enumerate(m["pes"])}
+    apps, pl, freqs = scenario_run(case, combo, r)
     period = 1e6 / r.fps
-    res = simulate_periodic(apps, pl, platform=load_platform(case_platform(platform, s)),
-                            freqs_mhz={"cpu": r.cpu_mhz, "gpu": r.gpu_mhz, "dla": r.dla_mhz},
-                            duration_us=3 * period, seed=seed, controller_core=None, trace=True)
+    res = simulate_periodic(apps, pl, platform=load_platform(case_platform(platform, case.settings)),
+                            freqs_mhz=freqs, duration_us=3 * period, seed=seed, controller_core=None, trace=True)
     t0 = period                                   # the second hyperperiod: the first has no backlog
     trace = [(pe, sc.index(app), a, b, app) for a, b, pe, app, job, task in res.trace
              if app in sc and t0 <= a < t0 + period]

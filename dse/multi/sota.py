@@ -19,6 +19,7 @@ import numpy as np
 
 from dse.multi.combine import Case, Evaluator, evolve
 from dse.rt.model import Stage, Task
+from dse.search.ga_common import repair_cuts
 
 SALT = "sota"
 
@@ -83,13 +84,11 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
     apps = case.apps
     lengths = [len(nets[s.apps[a]].profile_us) for a in apps]
     offs = np.cumsum([0] + lengths)
-    est_case = Case(s, {}, {}, {}, {}, case.fit, case.levels, case.max_dla_engines, 0.0, case.n_dla_cores)
+    ev = Evaluator(case, [tuple(apps)], dvfs=False)      # every app at once, maximum frequencies
     cache: dict = {}
 
     def decode_all(genes):
         return tuple(nets[s.apps[a]].decode(genes[offs[i]:offs[i + 1]]) for i, a in enumerate(apps))
-
-    every = [tuple(apps)]
 
     def fitness(mapping) -> float:
         if mapping in cache:
@@ -106,15 +105,11 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
         if case.max_dla_engines is not None and n_dla > case.max_dla_engines:
             cache[mapping] = 0.0
             return 0.0
-        est_case.chains = {f"{a}": [chains[a]] for a in apps}
-        est_case.n_dla = {a: [0] for a in apps}
-        est_case.settings = _AppsAsNetworks(s)
-        ev = Evaluator(est_case, every, dvfs=False)
-        v = ev.max_fps(tuple(0 for _ in apps))[0]
+        v = ev.max_fps_of(chains)
         cache[mapping] = v
         return v
 
-    # the GA: one gene per layer per app (Kang et al.'s chromosome), tournament parents, two-point crossover
+    # the GA: one gene per layer per app (Kang et al.'s chromosome); one fitness case, so tournament parents
     n_kinds = [len(nets[s.apps[a]].decoder.kinds) for a in apps]
     sizes = [k for a, k, L in zip(apps, n_kinds, lengths) for _ in range(L)]
     rng = random.Random(f"{s.ga.get('seed', 0)}:{SALT}")
@@ -125,8 +120,6 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
             net = nets[s.apps[a]]
             opt = rng.choice(list(net.decoder.by_types.values()))
             k = net.space.n_cuts(opt)
-            from dse.search.ga_common import repair_cuts
-
             cuts = repair_cuts(net.space, sorted(rng.sample(range(net.space.n_layers - 1), k)), k)
             if cuts is None:
                 opt, cuts = net.decoder.main, ()
@@ -136,20 +129,6 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
                  salt=SALT, seeds=seeds)
     best = decode_all(out.genes)
     return dict(zip(apps, best)), out.value, {"evaluations": out.evaluations, "generations": out.generations}
-
-
-class _AppsAsNetworks:
-    """Settings view in which every app is its own 'network' (the estimate chains are per app)."""
-
-    def __init__(self, s):
-        self._s = s
-        self.apps = {a: a for a in s.apps}
-
-    def __getattr__(self, k):
-        return getattr(self._s, k)
-
-    def priority(self, app):
-        return self._s.priority(app)
 
 
 def sota_genes(mdir: str, case: Case, seed: int) -> dict:

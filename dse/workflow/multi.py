@@ -117,14 +117,6 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _write_parquet(path: Path, df: pd.DataFrame) -> None:
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    write_bytes_atomic(path, buf.getvalue())
-
-
 def _meta(settings, seed: int) -> dict:
     from dse.store.schema import versions
 
@@ -146,9 +138,9 @@ def pareto(mdir: str, network: str) -> dict:
 
     front, tasks, summary, candidates = step1(backend, settings, progress=progress)
     out = Path(mdir)
-    _write_parquet(out / "candidates" / f"{network}.parquet", candidates)
-    _write_parquet(out / "pareto" / f"{network}.parquet", front)
-    _write_parquet(out / "tasks" / f"{network}.parquet", tasks)
+    write_bytes_atomic(out / "candidates" / f"{network}.parquet", candidates.to_parquet(index=False))
+    write_bytes_atomic(out / "pareto" / f"{network}.parquet", front.to_parquet(index=False))
+    write_bytes_atomic(out / "tasks" / f"{network}.parquet", tasks.to_parquet(index=False))
     summary = {**summary, **_meta(settings, seed), "network": network, "layers": len(backend.analysis.layers),
                "feasible_positions": len(backend.analysis.feasible_cuts)}
     write_json_atomic(out / "pareto" / f"{network}.json", summary)
@@ -161,8 +153,7 @@ def load_case(mdir: str):
     """The step-2 Case from the step-1 tables and the power fit."""
     from dse.backends.sim.periodic import accelerator_contention
     from dse.multi.combine import Case
-    from dse.multi.deploy import stages_of
-    from dse.multi.pareto import load_apps_models
+    from dse.multi.pareto import task_chains
     from dse.platform import load_platform
     from dse.rt.energy import PowerFit
 
@@ -172,9 +163,8 @@ def load_case(mdir: str):
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in settings.networks}
     chains, n_dla, e_dyn, mappings, bases = {}, {}, {}, {}, {}
     for n in settings.networks:
-        chains.update(load_apps_models(fronts[n], tasks[n]))
+        chains[n], bases[n] = task_chains(tasks[n])
         f = fronts[n].sort_values("mapping")
-        bases[n] = [stages_of(tasks[n], int(m)) for m in f.mapping]
         n_dla[n] = [int(x) for x in f.n_dla]
         e_dyn[n] = [{k: float(getattr(r, f"e_{k}_full_j")) for k in ("gpu", "dla", "cpu")
                      if getattr(r, f"e_{k}_full_j") > 0} for r in f.itertuples()]
@@ -257,7 +247,7 @@ def freqtable(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     df = frequency_table(case, result)
     df["wcrt_ms"] = df["wcrt_ms"].map(json.dumps)
     df["seed"] = seed
-    _write_parquet(Path(mdir) / "freqtable" / f"{fsm}-{method}.parquet", df)
+    write_bytes_atomic(Path(mdir) / "freqtable" / f"{fsm}-{method}.parquet", df.to_parquet(index=False))
     return df
 
 
@@ -276,7 +266,8 @@ def powerfit(mdir: str) -> dict:
     fit, records = power_fit(p, fronts, tasks, dvfs_levels(p), seed)
     out = {"fit": fit.to_dict(), **records, **_meta(settings, seed)}
     sweeps = pd.DataFrame([{"sweep": k, **r} for k in ("idle", "dynamic") for r in records[k]])
-    _write_parquet(Path(mdir) / "powerfit.parquet", sweeps.assign(seed=seed))    # the board measurements
+    # the board measurements behind the fit
+    write_bytes_atomic(Path(mdir) / "powerfit.parquet", sweeps.assign(seed=seed).to_parquet(index=False))
     write_json_atomic(Path(mdir) / "powerfit.json", out)
     _say(f"[powerfit] static fits for {', '.join(fit.static)}; dynamic fits: {len(fit.dynamic)}")
     return out
@@ -289,20 +280,17 @@ def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     from dse.platform import load_platform
 
     case, seed, result = load_result(mdir, fsm, method)
-    s = case.settings
     table = pd.read_parquet(Path(mdir) / "freqtable" / f"{fsm}-{method}.parquet")
-    bases = {label: {a: case.bases[s.apps[a]][g] for a, g in zip(case.apps, genes)}
-             for label, genes in result["plans"].items()}
     _, platform, _ = load_settings(mdir)
 
     def progress(i, n):
         if i % 4 == 0:
             _say(f"[deploy {fsm}-{method}] {i}/{n} scenario x FPS runs")
 
-    df = deploy_rows(load_platform(case_platform(platform, s)), result, table, bases, s, seed=seed,
+    df = deploy_rows(load_platform(case_platform(platform, case.settings)), case, result, table, seed=seed,
                      progress=progress)
     df["seed"] = seed
-    _write_parquet(Path(mdir) / "deploy" / f"{fsm}-{method}.parquet", df)
+    write_bytes_atomic(Path(mdir) / "deploy" / f"{fsm}-{method}.parquet", df.to_parquet(index=False))
     misses = int(df.misses.sum()) if len(df) else 0
     _say(f"[deploy {fsm}-{method}] {len(df)} runs, {misses} deadline misses")
     return df

@@ -22,8 +22,7 @@ import numpy as np
 
 from dse.errors import DseError, choices_error
 from dse.platform import Platform
-
-KINDS = ("gpu", "dla", "cpu")
+from dse.rt.model import KINDS
 TASK_KEYS = ("sigma", "tail_p", "tail_us", "cap_sigmas")
 
 
