@@ -7,6 +7,8 @@
 # benchmark=mobilenet-v1]'` (workflow/rules/layermap.smk).
 # Several networks under deadlines with DVFS (thesis Ch. 4): `snakemake --cores 2 multi --config
 # overrides='[multi=ch4-alpha]'` (workflow/rules/multi.smk).
+# DNNs inside dataflow applications (thesis Ch. 5): `snakemake --cores 2 dataflow --config
+# overrides='[dataflow=ch5-motivational]'` (workflow/rules/dataflow.smk).
 import sys
 
 from dse.errors import DseError
@@ -43,6 +45,7 @@ include: "workflow/rules/bench.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/layermap.smk"
 include: "workflow/rules/multi.smk"
+include: "workflow/rules/dataflow.smk"
 
 
 rule all:

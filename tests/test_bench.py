@@ -79,3 +79,13 @@ def test_multi_ch4_tiny(tmp_path):
     assert multi_ch4.main(["--cases", "tiny", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
     res = json.loads(out.read_text())["cases"]["tiny"]
     assert res["energy"]["misses"] == 0 and res["alg6"]["instances"] > 0 and "speedup" in res["ga"]
+
+
+def test_dataflow_ch5_tiny(tmp_path):
+    from bench import dataflow_ch5
+
+    out = tmp_path / "dataflow.json"
+    assert dataflow_ch5.main(["--cases", "tiny", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
+    res = json.loads(out.read_text())["cases"]["tiny"]
+    assert res["deploy_misses"] == 0 and res["entire_feasible_everywhere"] is False     # 60 FPS: none feasible
+    assert res["entire_best"] and res["speedup_own"] > 0 and res["pareto_sizes"]["yolov2-tiny"]["pareto"] > 0

@@ -261,3 +261,72 @@ def test_analyse_is_fast_enough_for_the_ga():
     assert prob.analyse(scale).schedulable
     per_call = min(timeit.repeat(lambda: prob.analyse(scale), number=200, repeat=3)) / 200
     assert per_call < 1e-3, f"{per_call * 1e6:.0f} us per analyse()"
+
+
+# ---------------------------------------------------------------- DAG groups (Ch. 5, eqs. 5.3/5.4)
+def fork_join(period=10_000.0, prio=0, name="g"):
+    """src (CPU0) -> {a (CPU1), b (GPU, 3 kernels)} -> join (CPU0)."""
+    stages = (S("cpu", 300), S("cpu", 800), S("gpu", 100, 200, 150), S("cpu", 200))
+    app = App(name, period, prio, stages, edges=((0, 1), (0, 2), (1, 3), (2, 3)))
+    place = {(name, 0): "CPU0", (name, 1): "CPU1", (name, 2): "GPU", (name, 3): "CPU0"}
+    return app, place
+
+
+def test_chain_given_as_edges_equals_the_implicit_chain():
+    rng = random.Random(3)
+    for _ in range(20):
+        apps, place = random_scenario(rng)
+        chained = [replace(a, edges=tuple((i, i + 1) for i in range(len(a.stages) - 1))) for a in apps]
+        a, b = analyse(apps, place), analyse(chained, place)
+        assert a.schedulable == b.schedulable and a.wcrt_us == pytest.approx(b.wcrt_us)
+        assert a.stage_r_us == pytest.approx(b.stage_r_us) and a.jitter_us == pytest.approx(b.jitter_us)
+
+
+def test_group_wcrt_is_the_longest_path_alone():
+    app, place = fork_join()
+    res = analyse([app], place)
+    # ordered stages never interfere: src and join share CPU0 but are ordered; a (CPU1) and b (GPU) are parallel
+    assert res.stage_r_us[("g", 0)] == 300 and res.stage_r_us[("g", 3)] == 200
+    assert res.wcrt_us["g"] == pytest.approx(300 + max(800, 450) + 200)
+    # the join's jitter is the worst over its inputs: r - BCET of the src plus that of the slower branch
+    assert res.jitter_us[("g", 3)] == pytest.approx(0.0)        # BCET = WCET here
+
+
+def test_parallel_branches_of_one_group_interfere():
+    """Two parallel CPU branches of one group on one core: each suffers the other (equal priority)."""
+    stages = (S("cpu", 100), S("cpu", 500), S("cpu", 700), S("cpu", 100))
+    app = App("g", 10_000.0, 0, stages, edges=((0, 1), (0, 2), (1, 3), (2, 3)))
+    place = {("g", 0): "CPU0", ("g", 1): "CPU1", ("g", 2): "CPU1", ("g", 3): "CPU0"}
+    res = analyse([app], place)
+    assert res.stage_r_us[("g", 1)] == pytest.approx(1200) and res.stage_r_us[("g", 2)] == pytest.approx(1200)
+    assert res.stage_r_us[("g", 0)] == 100        # ordered with both branches and the join: no interference
+    assert res.wcrt_us["g"] == pytest.approx(1400)
+
+
+def test_dataflow_task_on_the_gpu_counts_as_one_kernel():
+    """Eq. 5.4: a one-task stage suffers one (the largest) kernel of a DL GPU stage; it blocks a 5-kernel stage of
+    the same period min(5, 2*1) = 2 times its WCET (l. 1775)."""
+    dl = App("dl", 10_000.0, 0, (S("gpu", 10, 50, 20, 30, 40),))
+    df = App("df", 10_000.0, 1, (S("gpu", 100),))
+    res = analyse([dl, df], {("dl", 0): "GPU", ("df", 0): "GPU"})
+    assert res.stage_r_us[("df", 0)] == pytest.approx(100 + 50)
+    assert res.stage_r_us[("dl", 0)] == pytest.approx(150 + 2 * 100)
+
+
+def test_join_jitter_is_the_worst_input():
+    stages = (Stage("cpu", (T(100, 50),)), Stage("cpu", (T(400, 100),)), Stage("cpu", (T(300, 300),)),
+              S("cpu", 50))
+    app = App("g", 10_000.0, 0, stages, edges=((0, 1), (0, 2), (1, 3), (2, 3)))
+    place = {("g", i): f"CPU{i}" for i in range(4)}
+    res = analyse([app], place)
+    assert res.jitter_us[("g", 1)] == pytest.approx(50) and res.jitter_us[("g", 2)] == pytest.approx(50)
+    assert res.jitter_us[("g", 3)] == pytest.approx(50 + 300)
+
+
+def test_bad_edges_are_named():
+    with pytest.raises(DseError, match="goes backwards"):
+        App("g", 1000.0, 0, (S("cpu", 1), S("cpu", 1)), edges=((1, 0),))
+    with pytest.raises(DseError, match="outside"):
+        App("g", 1000.0, 0, (S("cpu", 1),), edges=((0, 3),))
+    with pytest.raises(DseError, match="period"):
+        App("g", 0.0, 0, (S("cpu", 1),))

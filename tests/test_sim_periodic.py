@@ -252,3 +252,120 @@ def test_des_never_exceeds_the_cpa_wcrt(xavier):
             assert res.max_response_us[name] <= bound.wcrt_us[name] + 1e-6, (seed, name)
             worst = max(worst, res.max_response_us[name] / bound.wcrt_us[name])
     assert worst > 0.6                       # the scenarios do load the board: the check is not vacuous
+
+
+# --- DAG apps (Ch. 5 groups): a stage is ready once all its predecessors completed ---------------------------
+
+FORK_JOIN = ((0, 1), (0, 2), (1, 3), (2, 3))
+
+
+def dag(name, stages, edges, period=100_000.0, priority=0, offset=0.0):
+    return PeriodicApp(name, period, priority, tuple(PeriodicStage(k, tuple(b)) for k, b in stages), offset,
+                       edges=edges)
+
+
+def test_fork_join_branches_run_concurrently(xavier):
+    st = [("cpu", [300.0]), ("gpu", [100.0, 200.0, 150.0, 250.0]), ("cpu", [500.0]), ("cpu", [200.0])]
+    res = run(xavier, [dag("g", st, FORK_JOIN)], place("g", ["CPU0", "GPU", "CPU1", "CPU0"]), trace=True)
+    assert res.response_us["g"] == [pytest.approx(300.0 + 700.0 + 200.0)]      # the longest path
+    assert res.response_us["g"][0] < sum(sum(b) for _, b in st)
+    assert res.work_us["g"] == [pytest.approx(1700.0)]
+    spans = {task: (s, e) for s, e, pe, name, job, task in res.trace}           # flat task index per segment
+    assert spans[5] == pytest.approx((300.0, 800.0))                            # the CPU branch, beside ...
+    assert spans[1][0] == pytest.approx(300.0) and spans[4][1] == pytest.approx(1000.0)   # ... the GPU kernels
+    assert spans[6] == pytest.approx((1000.0, 1200.0))
+    # one job in flight: with a period below the response the next source waits for the whole previous job
+    busy = run(xavier, [dag("g", st, FORK_JOIN, period=1000.0)], place("g", ["CPU0", "GPU", "CPU1", "CPU0"]),
+               duration=5000.0)
+    assert busy.response_us["g"] == pytest.approx([1200.0 + 200.0 * k for k in range(4)])
+
+
+def test_join_waits_for_its_slowest_predecessor(xavier):
+    pes = place("g", ["CPU0", "GPU", "CPU1", "CPU2"])
+    for cpu_branch, longest in ((900.0, 900.0), (400.0, 700.0)):
+        st = [("cpu", [300.0]), ("gpu", [100.0, 200.0, 150.0, 250.0]), ("cpu", [cpu_branch]), ("cpu", [200.0])]
+        res = run(xavier, [dag("g", st, FORK_JOIN)], pes, trace=True)
+        join = [s for s, e, pe, name, job, task in res.trace if task == 6]
+        assert join == [pytest.approx(300.0 + longest)]
+        assert res.response_us["g"] == [pytest.approx(300.0 + longest + 200.0)]
+    # a three-way join: the source's successors end at 300+100, 300+800 and 300+450
+    st = [("cpu", [300.0]), ("cpu", [100.0]), ("gpu", [800.0]), ("dla", [450.0]), ("cpu", [50.0])]
+    edges = ((0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (3, 4))
+    res = run(xavier, [dag("g", st, edges)], place("g", ["CPU0", "CPU1", "GPU", "DLA0", "CPU0"]))
+    assert res.response_us["g"] == [pytest.approx(1150.0)]
+
+
+def test_parallel_branches_of_one_job_share_a_pe(xavier):
+    two_gpu = [("cpu", [100.0]), ("gpu", [100.0] * 3), ("gpu", [100.0] * 3), ("cpu", [100.0])]
+    res = run(xavier, [dag("g", two_gpu, FORK_JOIN)], place("g", ["CPU0", "GPU", "GPU", "CPU0"]), trace=True)
+    assert [task for s, e, pe, name, job, task in res.trace if pe == "GPU"] == [1, 4, 2, 5, 3, 6]   # FIFO kernels
+    assert res.response_us["g"] == [pytest.approx(800.0)]
+    two_cpu = [("cpu", [100.0]), ("cpu", [300.0]), ("cpu", [200.0]), ("cpu", [100.0])]
+    res = run(xavier, [dag("g", two_cpu, FORK_JOIN)], place("g", ["CPU0", "CPU1", "CPU1", "CPU0"]))
+    assert res.response_us["g"] == [pytest.approx(700.0)]                        # same priority: FIFO
+    # edges spelling out the chain are the chain, bit for bit
+    chain = [app("a", CHAIN, period=9_000.0), app("b", CHAIN, period=11_000.0, priority=1)]
+    explicit = [dag(a.name, CHAIN, ((0, 1), (1, 2), (2, 3)), period=a.period_us, priority=a.priority)
+                for a in chain]
+    pl = {**place("a", CHAIN_PES), **place("b", ["CPU2", "DLA0", "GPU", "CPU1"])}
+    r1, r2 = (run(xavier, x, pl, duration=200_000.0, tail=None, contention=None, trace=True)
+              for x in (chain, explicit))
+    assert r1.response_us == r2.response_us and r1.trace == r2.trace
+
+
+def test_bad_edges_are_rejected():
+    st = (PeriodicStage("cpu", (1.0,), "pre"), PeriodicStage("gpu", (1.0,), "net"), PeriodicStage("cpu", (1.0,)))
+    with pytest.raises(DseError, match=r"app g: edge 0->3 names a stage outside 0..2"):
+        PeriodicApp("g", 1000.0, 0, st, edges=((0, 1), (0, 3)))
+    with pytest.raises(DseError, match=r"app g: edge -1->2"):
+        PeriodicApp("g", 1000.0, 0, st, edges=((-1, 2),))
+    with pytest.raises(DseError, match=r"app g: edge 1->0 \(net -> pre\) goes backwards"):
+        PeriodicApp("g", 1000.0, 0, st, edges=((1, 0),))
+    with pytest.raises(DseError, match=r"edge 2->2 \(stage 2 -> stage 2\)"):
+        PeriodicApp("g", 1000.0, 0, st, edges=((2, 2),))
+    assert PeriodicApp("g", 1000.0, 0, st, edges=((0, 2), (1, 2))).preds == ((), (), (0, 1))
+
+
+def test_des_of_dags_never_exceeds_the_cpa_wcrt(xavier):
+    """As the chain property test above, with Ch. 5 groups: fork-joins (a GPU branch beside a CPU or a DLA
+    branch, or two GPU branches of one job) and chains on CPU0-2, the DLAs and the GPU; the CPA's longest path
+    bounds the observed responses."""
+    cpa = pytest.importorskip("dse.rt.cpa")
+    from dataclasses import replace
+
+    from dse.rt.model import App, Stage, Task
+
+    rng = np.random.default_rng(7)
+    pool = [
+        ([("cpu", [300.0]), ("gpu", list(rng.uniform(20, 300, 10))), ("cpu", [900.0]), ("cpu", [150.0])], FORK_JOIN),
+        ([("cpu", [200.0]), ("dla", [2000.0]), ("cpu", [400.0]), ("gpu", list(rng.uniform(20, 200, 8))),
+          ("cpu", [100.0])], ((0, 1), (0, 2), (1, 3), (3, 4), (2, 4))),
+        ([("cpu", [150.0]), ("gpu", list(rng.uniform(20, 150, 6))), ("gpu", list(rng.uniform(20, 150, 9))),
+          ("cpu", [150.0])], FORK_JOIN),
+        ([("cpu", [500.0]), ("dla", [2500.0]), ("gpu", list(rng.uniform(20, 200, 8))), ("cpu", [150.0])], None),
+    ]
+    tail, c = TailModel(sigma=0.02, tail_p=0.5, tail_us=10.0), accelerator_contention(xavier)
+    worst = 0.0
+    for seed in range(8):
+        specs, pl = _random_scenario(np.random.default_rng(seed), xavier, [st for st, _ in pool])
+        edges = {}
+        for name, chain, *_ in specs:                       # the edges of the pool entry each app drew
+            edges[name] = next(e for st, e in pool if st is chain)
+        used = {pe for pe in pl.values() if not pe.startswith("CPU")}
+        margin = 1 + c * (len(used) - 1)
+        models = [App(name, 1.0, prio, tuple(
+            Stage(k, tuple(Task(float(tail.bound_us(x)) * (1 if k == "cpu" else margin), float(x), 0.5 * float(x))
+                           for x in b)) for k, b in chain), edges=edges[name]) for name, chain, prio, _ in specs]
+        fps = cpa.max_fps(models, pl, hi=5000)
+        assert fps > 0
+        period = 1e6 / fps * float(np.random.default_rng(seed + 100).uniform(1.0, 1.1))
+        bound = cpa.analyse([replace(m, period_us=period) for m in models], pl)
+        assert bound.schedulable
+        des = [dag(name, chain, edges[name], period=period, priority=prio) for name, chain, prio, _ in specs]
+        res = simulate_periodic(des, pl, platform=xavier, duration_us=300 * period, seed=seed,
+                                random_phase=bool(seed % 2), tail=tail)
+        for name, *_ in specs:
+            assert res.completed[name] >= 290 and res.misses[name] == 0
+            assert res.max_response_us[name] <= bound.wcrt_us[name] + 1e-6, (seed, name)
+            worst = max(worst, res.max_response_us[name] / bound.wcrt_us[name])
+    assert worst > 0.6

@@ -2,7 +2,7 @@
 
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
          "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
-         "multi-freqtable", "multi-deploy", "multi-report")
+         "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report")
 
 
 def add_parser(sub):
@@ -14,6 +14,7 @@ def add_parser(sub):
     p.add_argument("--method", help="layermap-solve: ga or ilp; multi-combine/-freqtable/-deploy: BS, GB, PR-GB, LC, SOTA, PR")
     p.add_argument("--network", help="multi-pareto: the benchmark of one app")
     p.add_argument("--fsm", help="multi-combine/-freqtable/-deploy: the FSM (A, B, ...)")
+    p.add_argument("--job", help="dataflow-comap/-deploy: FPS-METHOD-sSEED, e.g. 25-entire-ga-s0")
     p.add_argument("--cpu", help="layermap-solve: CPU configuration, e.g. 2-1-1")
     p.add_argument("--cap", type=float, help="layermap-solve: CPU utilization cap in percent, e.g. 70")
     p.set_defaults(func=_run)
@@ -37,6 +38,11 @@ def _run(args) -> int:
         from dse.workflow.compare import compare
 
         compare(args.run)
+        return 0
+    if args.step.startswith("dataflow-"):
+        from dse.workflow.dataflow import run_step
+
+        run_step(args.step[len("dataflow-"):], args.run, args.job)
         return 0
     if args.step.startswith("multi-"):
         from dse.workflow import multi

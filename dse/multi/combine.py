@@ -217,6 +217,7 @@ class GAOutcome:
     evaluations: int = 0
     generations: int = 0
     exhaustive: bool = False
+    population: list[Genes] = field(default_factory=list)   # the last generation, best first (seeds for others)
 
 
 def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[float]]], *, maximize: bool,
@@ -248,7 +249,7 @@ def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[f
             v, _ = ev(tuple(g))
             if best is None or better(v, best[1]):
                 best = (tuple(g), v)
-        return GAOutcome(best[0], best[1], [best[1]], len(memo), 0, exhaustive=True)
+        return GAOutcome(best[0], best[1], [best[1]], len(memo), 0, exhaustive=True, population=[best[0]])
 
     class Ind(list):
         pass
@@ -299,4 +300,4 @@ def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[f
                 break
     finally:
         random.setstate(rng_state)
-    return GAOutcome(tuple(best), best.value, history, len(memo), done)
+    return GAOutcome(tuple(best), best.value, history, len(memo), done, population=[tuple(i) for i in pop])

@@ -1,12 +1,13 @@
 """Step 1 (thesis 4.4.1, l. 1167-1202): the Pareto-optimal pipeline mappings of one network alone.
 
 A candidate is a mapping option (A-E of Table 4.3) with a cut tuple, run with one frame in flight. Its objectives
-(all minimized) are the average latency and the dynamic energy per frame on the GPU and on the DLAs: in a
-fixed-period run each processor's average power is P_static + e_dyn / T, so they rank like the thesis' "average
-power of each processor" (spec 2.6 #2). Candidates whose DLA stage falls back to the GPU are rejected: the
+(all minimized) are the average latency and, per processor (GPU, DLAs):
+- ``energy`` (Ch. 4, l. 1169): the dynamic energy per frame. In a fixed-period run each processor's average
+  power is P_static + e_dyn / T, so they rank like the thesis' "average power of each processor" (spec 2.6 #2);
+- ``time`` (Ch. 5, eq. 5.1): the execution time per frame. Candidates whose DLA stage falls back to the GPU are rejected: the
 analysis assumes one task per DLA stage (l. 1188, 1194). Small spaces are enumerated (the exact front); larger
-ones are searched with the thesis' GA (uniform crossover, one-point mutation, random parents) with NSGA-II
-survivors and an archive of every evaluated candidate. Each front member is then profiled task by task (per-kernel
+ones are searched with the thesis' GA (uniform crossover, one-point mutation, random parents in Ch. 4,
+lexicase in Ch. 5, l. 1824) with NSGA-II survivors and an archive of every evaluated candidate. Each front member is then profiled task by task (per-kernel
 GPU times, one time per DLA stage, CPU pre/post) for its WCETs.
 """
 from __future__ import annotations
@@ -19,9 +20,11 @@ import numpy as np
 import pandas as pd
 
 from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.errors import DseError, choices_error
 
-OBJECTIVES = ("latency_us", "e_gpu_j", "e_dla_j")
+OBJECTIVE_SETS = {"energy": ("latency_us", "e_gpu_j", "e_dla_j"), "time": ("latency_us", "et_gpu_us", "et_dla_us")}
+METRICS = ("latency_us", "e_gpu_j", "e_dla_j", "et_gpu_us", "et_dla_us", "e_cpu_j")
+SELECTIONS = ("random", "lexicase")
 
 
 @dataclass
@@ -31,7 +34,14 @@ class Candidate:
     objectives: tuple[float, ...] | None     # None: rejected (reason)
     reason: str = ""
     n_dla: int = 0
-    e_cpu_j: float = 0.0
+    metrics: dict[str, float] | None = None  # every METRICS value (the objectives are some of them)
+
+
+def objective_names(settings) -> tuple[str, ...]:
+    name = settings.pareto.get("objectives", "energy")
+    if name not in OBJECTIVE_SETS:
+        raise choices_error("pareto.objectives", name, OBJECTIVE_SETS)
+    return OBJECTIVE_SETS[name]
 
 
 def config_of(backend, option: str, cuts, settings) -> Configuration:
@@ -53,9 +63,11 @@ def evaluate_candidate(backend, option: str, cuts, settings, runs: int) -> Candi
     if reason:
         return Candidate(option, tuple(cuts), None, reason, n_dla)
     prof = backend.profile_tasks(cfg, runs=runs, wcet_rule=settings.pareto.get("wcet_rule", "max6sigma"))
-    e = prof.energy_j
-    return Candidate(option, tuple(cuts), (float(prof.latency_us), float(e.get("gpu", 0.0)), float(e.get("dla", 0.0))),
-                     n_dla=n_dla, e_cpu_j=float(e.get("cpu", 0.0)))
+    e, busy = prof.energy_j, prof.busy_us
+    m = {"latency_us": float(prof.latency_us), "e_gpu_j": float(e.get("gpu", 0.0)), "e_dla_j": float(e.get("dla", 0.0)),
+         "et_gpu_us": float(busy.get("gpu", 0.0)), "et_dla_us": float(busy.get("dla", 0.0)),
+         "e_cpu_j": float(e.get("cpu", 0.0))}
+    return Candidate(option, tuple(cuts), tuple(m[k] for k in objective_names(settings)), n_dla=n_dla, metrics=m)
 
 
 def nondominated(points: np.ndarray) -> np.ndarray:
@@ -129,18 +141,23 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
             repair_cuts(space, [pos[g] for g in ind[:3]][:k], k)
         return None if cuts is None else (option, tuple(cuts))
 
+    n_obj = len(objective_names(settings))
+    selection = settings.pareto.get("selection", "random")
+    if selection not in SELECTIONS:
+        raise choices_error("pareto.selection", selection, SELECTIONS)
+
     def evaluate(ind):
         key = decode(ind)
         if key is None:
-            return (float("inf"),) * len(OBJECTIVES)
+            return (float("inf"),) * n_obj
         if key not in memo:
             memo[key] = evaluate_candidate(backend, *key, settings, runs)
             if progress is not None and len(memo) % 200 == 0:
                 progress(len(memo), None)
         c = memo[key]
-        return c.objectives if c.objectives is not None else (float("inf"),) * len(OBJECTIVES)
+        return c.objectives if c.objectives is not None else (float("inf"),) * n_obj
 
-    fit_t, ind_t = min_types(len(OBJECTIVES))
+    fit_t, ind_t = min_types(n_obj)
     tb = base.Toolbox()
     highs = [len(pos) - 1] * 3 + [len(options) - 1]
     tb.register("individual", lambda: ind_t([random.randint(0, h) for h in highs]))
@@ -159,7 +176,8 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
         for ind in pop:
             ind.fitness.values = evaluate(ind)
         for _ in range(gens):
-            parents = tools.selRandom(pop, 2 * pop_n)
+            parents = tools.selRandom(pop, 2 * pop_n) if selection == "random" else \
+                tools.selLexicase(pop, 2 * pop_n)
             kids = []
             for a, b in zip(parents[::2], parents[1::2]):
                 c1, c2 = ind_t(a), ind_t(b)
@@ -177,10 +195,10 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
 
 
 def candidates_frame(network: str, cands: list[Candidate], front: list[Candidate]) -> pd.DataFrame:
-    """Every evaluated candidate (the board measurements of step 1): objectives or why it was rejected."""
+    """Every evaluated candidate (the board measurements of step 1): its metrics or why it was rejected."""
     on_front = {(c.option, c.cuts) for c in front}
     return pd.DataFrame([{"network": network, "option": c.option, "cuts": list(c.cuts), "n_dla": c.n_dla,
-                          **dict(zip(OBJECTIVES, c.objectives or (None,) * len(OBJECTIVES))), "e_cpu_j": c.e_cpu_j,
+                          **{k: (c.metrics or {}).get(k) for k in METRICS},
                           "rejected": c.reason, "pareto": (c.option, c.cuts) in on_front} for c in cands])
 
 
@@ -204,8 +222,7 @@ def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFra
         stages = prof.to_stage_models()
         dla_wcets = [s.wcet_us for s in stages if s.kind == "dla"]
         prow.append({"network": backend.settings.benchmark, "mapping": mid, "option": c.option,
-                     "cuts": list(c.cuts), "n_dla": c.n_dla, **dict(zip(OBJECTIVES, c.objectives)),
-                     "e_cpu_j": c.e_cpu_j, "acet_us": float(prof.latency_us),
+                     "cuts": list(c.cuts), "n_dla": c.n_dla, **c.metrics, "acet_us": float(prof.latency_us),
                      "wcet_us": float(sum(s.wcet_us for s in stages)),
                      "max_dla_wcet_us": max(dla_wcets) if dla_wcets else 0.0,
                      **{f"busy_{k}_us": float(v) for k, v in prof.busy_us.items()},

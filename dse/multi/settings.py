@@ -10,7 +10,7 @@ METHODS = ("BS", "GB", "PR-GB", "LC", "SOTA", "PR")
 KEYS = ("name", "precision", "input_size", "apps", "priorities", "fsms", "fps", "methods", "cpu_cores",
         "controller_core", "controller_us", "contention_margin", "prepost_us", "pareto", "ga", "freq_order", "deploy")
 SUB_KEYS = {"pareto": ("options", "exhaustive_max", "population", "generations", "objective_runs", "runs",
-                       "wcet_rule"),
+                       "wcet_rule", "objectives", "selection"),
             "ga": ("population", "generations", "stall", "seed"), "deploy": ("seconds", "repeats"),
             "prepost_us": ("pre", "post")}
 WCET_RULES = ("max6sigma", "6sigma")
@@ -151,6 +151,7 @@ class MultiSettings:
         rule = subs["pareto"].get("wcet_rule", "max6sigma")
         if rule not in WCET_RULES:
             raise choices_error("multi.pareto.wcet_rule", rule, WCET_RULES)
+        check_pareto_choices(subs["pareto"], "multi")
         if platform is not None:
             opts = subs["pareto"].get("options") or ["A", "B", "C", "D", "E"]
             for o in opts:
@@ -165,6 +166,15 @@ class MultiSettings:
                    controller_us=controller_us,
                    contention_margin=_margin(d.get("contention_margin", 0.0)), prepost_us=subs["prepost_us"],
                    pareto=subs["pareto"], ga=subs["ga"], freq_order=order, deploy=subs["deploy"])
+
+
+def check_pareto_choices(pareto: dict, prefix: str) -> None:
+    """The step-1 objective set and parent selection, named with the valid choices."""
+    from dse.multi.pareto import OBJECTIVE_SETS, SELECTIONS
+
+    for key, valid in (("objectives", OBJECTIVE_SETS), ("selection", SELECTIONS)):
+        if key in pareto and pareto[key] not in valid:
+            raise choices_error(f"{prefix}.pareto.{key}", pareto[key], valid)
 
 
 def _margin(v) -> float | None:

@@ -4,6 +4,9 @@
   with their summed times); eq. 4.1, hp = tasks of OTHER apps on the same core with priority number <= ours.
 - GPU/DLA stage: eq. 4.2, FIFO and non-preemptive at kernel level: r(s) = C_s + sum_{s_e in ep(s)} B_{s,s_e}.
 - Jitter (standard CPA): J(first stage) = 0, J(stage k) = sum_{j<k} (r_j - BCET_j), global fixed point.
+- A DAG group (Ch. 5, eqs. 5.3/5.4): J of a stage = the maximum over its predecessors of J + r - BCET, the WCRT
+  = the longest source-to-sink path of r (l. 1757-1759). Stages of one group ordered by precedence never
+  interfere; parallel branches of one group do (spec 3.6 #5). On a chain both rules reduce to Ch. 4's.
 
 The Step-2 GA calls the analysis ~66 times per scenario and chromosome with only the frequency scales
 changing, so `CpaProblem` precomputes everything that does not depend on them: all tasks of one PE kind
@@ -88,6 +91,13 @@ class CpaProblem:
                 self.app_of.append(ai)
             self.spans.append(range(start, len(self.keys)))
         n = len(self.keys)
+        # precedence in flat indices: predecessors, and the same-app stages that never run concurrently
+        self.preds: list[tuple[int, ...]] = []
+        self.related: list[set[int]] = []
+        for app, span in zip(self.apps, self.spans):
+            self.preds += [tuple(span.start + p for p in ps) for ps in app.preds]
+            self.related += [{span.start + j for j in rel} for rel in app.related()]
+        self.sinks = [[i for i in span if not any(i in self.preds[j] for j in span)] for span in self.spans]
         stages = [self.apps[self.app_of[i]].stages[self.keys[i][1]] for i in range(n)]
         self.period = [self.apps[self.app_of[i]].period_us for i in range(n)]
         self.wcet = [st.wcet_us for st in stages]
@@ -99,7 +109,7 @@ class CpaProblem:
             if self.kinds[i] == "cpu":
                 continue
             for e in range(n):
-                if self.pes[e] != self.pes[i] or self.app_of[e] == self.app_of[i]:
+                if self.pes[e] != self.pes[i] or e == i or self._ordered(i, e):
                     continue
                 if e not in arrays:
                     w = np.array([t.wcet_us for t in stages[e].tasks], dtype=float)
@@ -107,13 +117,24 @@ class CpaProblem:
                 w, p2 = arrays[e]
                 n_int = _n_interfering(len(stages[i].tasks), len(w), self.period[i], self.period[e])
                 self.base_r[i] += _window_blocking(n_int, w, p2)
-        # CPU: hp sets of eq. 4.1 (other apps, same core, priority number <= ours)
+        # CPU: hp sets of eq. 4.1 (same core, priority number <= ours, not ordered with us by precedence)
         self.cpu = [i for i in range(n) if self.kinds[i] == "cpu"]
-        self.hp = {i: [h for h in self.cpu if self.pes[h] == self.pes[i] and self.app_of[h] != self.app_of[i]
+        self.hp = {i: [h for h in self.cpu if self.pes[h] == self.pes[i] and h != i and not self._ordered(i, h)
                        and self.apps[self.app_of[h]].priority <= self.apps[self.app_of[i]].priority]
                    for i in self.cpu}
-        # does anyone's r depend on jitter at all? (only through hp tasks that are not first in their chain)
-        self._jitter_matters = any(h != self.spans[self.app_of[h]].start for hs in self.hp.values() for h in hs)
+        # does anyone's r depend on jitter at all? (only through hp tasks with a predecessor)
+        self._jitter_matters = any(self.preds[h] for hs in self.hp.values() for h in hs)
+
+    def _ordered(self, i: int, e: int) -> bool:
+        """Same app and ordered by precedence: the two never run at the same time."""
+        return self.app_of[i] == self.app_of[e] and e in self.related[i]
+
+    def _path(self, ai: int, r: list[float]) -> float:
+        """Longest source-to-sink path of r through app ``ai`` (its end-to-end WCRT)."""
+        end = {}
+        for i in self.spans[ai]:
+            end[i] = r[i] + max((end[p] for p in self.preds[i]), default=0.0)
+        return max(end[i] for i in self.sinks[ai])
 
     def _scales(self, scale: Mapping[str, float] | None) -> dict[str, float]:
         sc = {k: 1.0 for k in KINDS}
@@ -156,11 +177,9 @@ class CpaProblem:
                 r[i] = self._rta(i, wc[i], J, wc)
             newJ = [0.0] * n
             for ai, span in enumerate(self.spans):
-                acc = 0.0
                 for i in span:
-                    newJ[i] = acc
-                    acc += r[i] - bc[i]
-                total = sum(r[i] for i in span)
+                    newJ[i] = max((newJ[p] + r[p] - bc[p] for p in self.preds[i]), default=0.0)
+                total = self._path(ai, r)
                 if total > self.apps[ai].period_us:
                     return False, r, newJ, self._miss(ai, r, total)
             converged = all(abs(a - b) <= _EPS * (1.0 + abs(a)) for a, b in zip(newJ, J))
@@ -185,7 +204,7 @@ class CpaProblem:
     def analyse(self, scale: Mapping[str, float] | None = None, *, max_iter: int = 50) -> CpaResult:
         """Full result. When unschedulable, the values are those at the point the miss was detected."""
         ok, r, J, reason = self._solve(scale, max_iter)
-        wcrt = {app.name: float(sum(r[i] for i in span)) for app, span in zip(self.apps, self.spans)}
+        wcrt = {app.name: float(self._path(ai, r)) for ai, app in enumerate(self.apps)}
         return CpaResult(schedulable=ok, wcrt_us=wcrt, stage_r_us=dict(zip(self.keys, map(float, r))),
                          jitter_us=dict(zip(self.keys, map(float, J))), reason=reason)
 

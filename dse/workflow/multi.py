@@ -42,21 +42,32 @@ class MultiPlan:
         return [f"{mdir}/{kind}/{f}-{m}.{ext}" for f in self.fsms for m in self.methods]
 
 
-def plan_multi(snakemake_config: dict) -> dict[str, MultiPlan]:
-    """Compose the config (``overrides``, e.g. ``[multi=ch4-beta]``) and resolve the multi case against the
-    platform: every bad value is refused before any job runs. Writes nothing."""
+def compose_sim_case(snakemake_config: dict, target: str, hint: str = ""):
+    """(composed config, platform dict, loaded Platform) of a target that runs on a virtual board only."""
     from omegaconf import OmegaConf
 
-    from dse.config import compose_config, group_choices, split_overrides
-    from dse.multi.settings import MultiSettings
+    from dse.config import compose_config, split_overrides
     from dse.platform import load_platform
 
     cfg = compose_config(split_overrides(snakemake_config.get("overrides")))
     platform = OmegaConf.to_container(cfg.platform, resolve=True)
     loaded = load_platform(platform)
     if loaded.backend != "sim":
-        raise DseError(f"target multi runs on a virtual board (backend sim); platform {loaded.name} has backend "
-                       f"{loaded.backend} (the trt path exports the result: `dse multi export`)")
+        raise DseError(f"target {target} runs on a virtual board (backend sim); platform {loaded.name} has backend "
+                       f"{loaded.backend}{hint}")
+    return cfg, platform, loaded
+
+
+def plan_multi(snakemake_config: dict) -> dict[str, MultiPlan]:
+    """Compose the config (``overrides``, e.g. ``[multi=ch4-beta]``) and resolve the multi case against the
+    platform: every bad value is refused before any job runs. Writes nothing."""
+    from omegaconf import OmegaConf
+
+    from dse.config import group_choices
+    from dse.multi.settings import MultiSettings
+
+    cfg, platform, loaded = compose_sim_case(snakemake_config, "multi", " (the trt path exports the result: "
+                                                                        "`dse multi export`)")
     settings = MultiSettings.resolve(cfg.multi, loaded, group_choices("benchmark"))
     full = {**settings.to_dict(), "seed": int(cfg.seed)}
     step1 = {k: full[k] for k in (*STEP1_KEYS, "seed")}
@@ -98,6 +109,7 @@ class Step1Settings:
     prepost_us: dict | None
     pareto: dict
     seed: int
+    tasktime: dict | None = None
 
     @property
     def ga(self) -> dict:

@@ -1,8 +1,11 @@
 """Periodic multi-application DES: the deployment run of thesis Ch. 4 (Sec. 4.5.4) on the virtual Xavier.
 
 Each app is released every period (from its offset, or a seeded random phase) by a controller on a reserved
-CPU core; a job runs its chain of tasks in order, each on the PE its stage is placed on. A job released while
-the app's previous job still runs waits for it (one frame in flight per app, no drop). Scheduling:
+CPU core; a job runs its chain of tasks in order, each on the PE its stage is placed on. A Ch. 5 group is an app
+with ``edges``: a DAG of stages, where a stage is ready once all its predecessors completed (its own tasks still
+run in order), so parallel branches of one job run at the same time, on different PEs or queued on one; the job
+completes with its last stage. A job released while the app's previous job still runs waits for it (one frame in
+flight per app, no drop). Scheduling:
 
 - a CPU core: preemptive fixed priority (lower number wins; equal priorities FIFO, no preemption);
 - a DLA core: FIFO, one task at a time, non-preemptive;
@@ -33,7 +36,7 @@ from dse.backends.sim.power import rail_power_w
 from dse.backends.sim.tasktime import KINDS, TailModel, dvfs_scale
 from dse.errors import DseError
 from dse.platform import Platform, load_platform
-from dse.rt.model import Placement, kind_of
+from dse.rt.model import Placement, check_edges, kind_of, preds_of
 
 ACCELERATOR_KINDS = ("gpu", "dla")
 
@@ -67,15 +70,25 @@ class PeriodicStage:
 
 @dataclass(frozen=True)
 class PeriodicApp:
+    """``edges`` as in ``dse.rt.model.App``: stage index pairs of a DAG listed in a topological order (every edge
+    from a lower to a higher index); None is the chain 0 -> 1 -> ..."""
+
     name: str
     period_us: float
     priority: int                  # CPU priority, 0 highest
     stages: tuple[PeriodicStage, ...]
     offset_us: float = 0.0         # first release
+    edges: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self):
         if self.period_us <= 0 or self.offset_us < 0:
             raise DseError(f"app {self.name}: needs period_us > 0 and offset_us >= 0")
+        check_edges(self.name, [st.label for st in self.stages], self.edges)
+
+    @property
+    def preds(self) -> tuple[tuple[int, ...], ...]:
+        """Predecessor stage indices of every stage."""
+        return preds_of(len(self.stages), self.edges)
 
     @classmethod
     def from_profile(cls, name: str, profile, period_us: float, priority: int,
@@ -113,20 +126,40 @@ class PeriodicResult:
 
 
 class _Run:
-    """A task on a PE: the remaining work (us at rate 1) and when its current run segment began."""
+    """A task (flat index ``task`` within its app) on a PE: the remaining work (us at rate 1) and when its
+    current run segment began."""
 
-    __slots__ = ("job", "pe", "work", "remaining", "rate", "t_last", "seg_start", "version", "key")
+    __slots__ = ("job", "task", "pe", "work", "remaining", "rate", "t_last", "seg_start", "version", "key")
 
-    def __init__(self, job, pe: str, work: float, key: tuple):
-        self.job, self.pe, self.work, self.remaining = job, pe, work, work
+    def __init__(self, job, task: int, pe: str, work: float, key: tuple):
+        self.job, self.task, self.pe, self.work, self.remaining = job, task, pe, work, work
         self.rate, self.t_last, self.seg_start, self.version, self.key = None, 0.0, 0.0, 0, key
 
 
-class _Job:
-    __slots__ = ("app", "index", "release", "times", "pes", "next_task")
+class _Graph:
+    """An app's stages in flat task indices: each stage's task range, successors, predecessor counts, sources."""
 
-    def __init__(self, app: int, index: int, release: float, times: np.ndarray, pes: list[str]):
-        self.app, self.index, self.release, self.times, self.pes, self.next_task = app, index, release, times, pes, 0
+    __slots__ = ("first", "end", "stage_of", "succs", "n_preds", "sources")
+
+    def __init__(self, app: PeriodicApp):
+        sizes = [len(s.base_us) for s in app.stages]
+        self.first = [sum(sizes[:j]) for j in range(len(sizes))]
+        self.end = [f + n for f, n in zip(self.first, sizes)]
+        self.stage_of = [j for j, n in enumerate(sizes) for _ in range(n)]
+        preds = app.preds
+        self.succs = [[b for b in range(len(sizes)) if j in preds[b]] for j in range(len(sizes))]
+        self.n_preds = [len(ps) for ps in preds]
+        self.sources = [j for j, ps in enumerate(preds) if not ps]
+
+
+class _Job:
+    """A released job: its drawn task times, and per stage how many predecessors it still waits for."""
+
+    __slots__ = ("app", "index", "release", "times", "pes", "waiting", "stages_left")
+
+    def __init__(self, app: int, index: int, release: float, times: np.ndarray, pes: list[str], graph: _Graph):
+        self.app, self.index, self.release, self.times, self.pes = app, index, release, times, pes
+        self.waiting, self.stages_left = list(graph.n_preds), len(graph.n_preds)
 
 
 def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, platform,
@@ -153,6 +186,7 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
     if len(set(names)) != len(names):
         raise DseError(f"app names must be distinct, got {names}")
     pes_of = [_placed(p, a, placement, controller_core) for a in apps]
+    graphs = [_Graph(a) for a in apps]
     bases = [np.array([b * scale[s.kind] for s in a.stages for b in s.base_us]) for a in apps]
     phase_rng = np.random.default_rng([int(seed), 0x5EED])
     offsets = [float(phase_rng.uniform(0.0, a.period_us)) if random_phase else a.offset_us for a in apps]
@@ -188,7 +222,7 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         if now > r.seg_start:
             busy[r.pe] += now - r.seg_start
             if trace:
-                segments.append((r.seg_start, now, r.pe, apps[r.job.app].name, r.job.index, r.job.next_task))
+                segments.append((r.seg_start, now, r.pe, apps[r.job.app].name, r.job.index, r.task))
 
     def start(r: _Run) -> None:
         running[r.pe] = r
@@ -214,10 +248,10 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
             r.version += 1
             push(now + r.remaining / rate, "done", (r, r.version))
 
-    def submit(job: _Job) -> None:
-        """The job's next task enters its PE: started at once, queued, or (CPU) preempting a lower priority."""
-        pe = job.pes[job.next_task]
-        r = _Run(job, pe, float(job.times[job.next_task]), (apps[job.app].priority, next(order)))
+    def submit(job: _Job, task: int) -> None:
+        """A task of the job enters its PE: started at once, queued, or (CPU) preempting a lower priority."""
+        pe = job.pes[task]
+        r = _Run(job, task, pe, float(job.times[task]), (apps[job.app].priority, next(order)))
         cur = running[pe]
         if is_cpu[pe]:
             if cur is None:
@@ -235,6 +269,13 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         else:
             queues[pe].append(r)
 
+    def begin(job: _Job) -> None:
+        """The job becomes the app's one in flight: its source stages submit their first tasks."""
+        active[job.app] = job
+        g = graphs[job.app]
+        for j in g.sources:
+            submit(job, g.first[j])
+
     for i, a in enumerate(apps):
         if len(draws[i]):
             push(offsets[i], "release", (i, 0))
@@ -245,13 +286,12 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         now = t
         if what == "release":
             i, n = payload
-            job = _Job(i, n, now, draws[i][n], pes_of[i])
+            job = _Job(i, n, now, draws[i][n], pes_of[i], graphs[i])
             released[apps[i].name] += 1
             if n + 1 < len(draws[i]):
                 push(offsets[i] + (n + 1) * apps[i].period_us, "release", (i, n + 1))
             if active[i] is None:
-                active[i] = job
-                submit(job)
+                begin(job)
             else:
                 backlog[i].append(job)
         else:
@@ -264,17 +304,23 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
             if q:
                 nxt = heapq.heappop(q)[1] if isinstance(q, list) else q.popleft()
                 start(nxt)
-            job = r.job
-            job.next_task += 1
-            if job.next_task < len(job.pes):
-                submit(job)
+            job, g = r.job, graphs[r.job.app]
+            stage = g.stage_of[r.task]
+            if r.task + 1 < g.end[stage]:
+                submit(job, r.task + 1)            # the stage's tasks run in order
             else:
+                job.stages_left -= 1
+                for b in g.succs[stage]:
+                    job.waiting[b] -= 1
+                    if not job.waiting[b]:
+                        submit(job, g.first[b])
+            if not job.stages_left:
                 name = apps[job.app].name
                 resp[name].append(now - job.release)
                 work[name].append(float(job.times.sum()))
-                active[job.app] = backlog[job.app].popleft() if backlog[job.app] else None
-                if active[job.app] is not None:
-                    submit(active[job.app])
+                active[job.app] = None
+                if backlog[job.app]:
+                    begin(backlog[job.app].popleft())
         rebalance()
     now = float(duration_us)
     for r in running.values():

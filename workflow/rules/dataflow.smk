@@ -1,0 +1,115 @@
+# DNNs inside dataflow applications under group deadlines (thesis Ch. 5, dse/workflow/dataflow.py):
+# pareto (one job per network, the multi target's step 1) -> comap (one job per deadline x method x seed) ->
+# deploy (the periodic simulation of each co-mapping) -> report.
+# `snakemake --cores 2 dataflow --config overrides='[dataflow=ch5-motivational]'` (results/dataflow/<case>/<platform>/).
+from dse.workflow.dataflow import plan_dataflow
+
+DATAFLOW = None
+
+
+def _dplans():
+    global DATAFLOW
+    if DATAFLOW is None:
+        try:
+            DATAFLOW = plan_dataflow(config)
+        except DseError as exc:
+            raise WorkflowError(f"bad dataflow configuration: {exc}") from None
+    return DATAFLOW
+
+
+def _dplan(ddir):
+    if ddir not in _dplans():
+        raise WorkflowError(f"{ddir} is not a planned dataflow case; planned: {', '.join(_dplans())}")
+    return _dplans()[ddir]
+
+
+wildcard_constraints:
+    ddir=r"(.+/)?dataflow/[^/]+/[^/]+",
+    dpart="dataflow|step1|platform",
+    djob=r"[0-9.]+-[a-z-]+-s[0-9]+",
+
+
+rule dataflow_configure:
+    """One config part of a dataflow case (dataflow, step1, platform): what the jobs read."""
+    output:
+        "{ddir}/config/{dpart}.yaml",
+    params:
+        digest=lambda wc: digest(_dplan(wc.ddir).parts[wc.dpart]),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _dplan(wildcards.ddir).parts[wildcards.dpart])
+
+
+rule dataflow_resolved_config:
+    output:
+        "{ddir}/config.yaml",
+    params:
+        digest=lambda wc: digest(_dplan(wc.ddir).resolved),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _dplan(wildcards.ddir).resolved)
+
+
+rule dataflow_pareto:
+    """Step 1 with the Ch. 5 objectives (latency, GPU and DLA time): one network's Pareto candidates and tasks."""
+    input:
+        "{ddir}/config/step1.yaml",
+        "{ddir}/config/platform.yaml",
+    output:
+        "{ddir}/pareto/{network}.parquet",
+        "{ddir}/tasks/{network}.parquet",
+        "{ddir}/candidates/{network}.parquet",
+    log:
+        "{ddir}/logs/pareto-{network}.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow multi-pareto {wildcards.ddir} --network {wildcards.network} 2> >(tee {log} >&2)"
+
+
+rule dataflow_comap:
+    """One co-mapping method at one deadline with one GA seed (analysis only: no board)."""
+    input:
+        "{ddir}/config/dataflow.yaml",
+        "{ddir}/config/platform.yaml",
+        lambda wc: [f"{wc.ddir}/{k}/{n}.parquet" for n in _dplan(wc.ddir).networks for k in ("pareto", "tasks")],
+    output:
+        "{ddir}/comap/{djob}.json",
+    log:
+        "{ddir}/logs/comap-{djob}.log",
+    shell:
+        "{DSE} workflow dataflow-comap {wildcards.ddir} --job {wildcards.djob} 2> >(tee {log} >&2)"
+
+
+rule dataflow_deploy:
+    """The co-mapping on the virtual board: periodic groups, synchronous and random-phase releases."""
+    input:
+        "{ddir}/comap/{djob}.json",
+    output:
+        "{ddir}/deploy/{djob}.parquet",
+    log:
+        "{ddir}/logs/deploy-{djob}.log",
+    resources:
+        board=1,
+    shell:
+        "{DSE} workflow dataflow-deploy {wildcards.ddir} --job {wildcards.djob} 2> >(tee {log} >&2)"
+
+
+rule dataflow_report:
+    """Relative fitness and search time per deadline (Figs. 5.6-5.9), deployment check, dataflow.parquet."""
+    input:
+        lambda wc: _dplan(wc.ddir).job_files(wc.ddir, "comap", "json") + _dplan(wc.ddir).job_files(wc.ddir, "deploy", "parquet"),
+        "{ddir}/config.yaml",
+    output:
+        "{ddir}/dataflow.md",
+        "{ddir}/dataflow.parquet",
+    log:
+        "{ddir}/logs/report.log",
+    shell:
+        "{DSE} workflow dataflow-report {wildcards.ddir} 2> >(tee {log} >&2)"
+
+
+rule dataflow:
+    """Target: the dataflow case of the overrides (default ch5-motivational on the virtual Xavier)."""
+    input:
+        lambda wc: [f for ddir, plan in _dplans().items() for f in plan.files(ddir)],
