@@ -88,4 +88,6 @@ def test_dataflow_ch5_tiny(tmp_path):
     assert dataflow_ch5.main(["--cases", "tiny", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
     res = json.loads(out.read_text())["cases"]["tiny"]
     assert res["deploy_misses"] == 0 and res["entire_feasible_everywhere"] is False     # 60 FPS: none feasible
-    assert res["entire_best"] and res["speedup_own"] > 0 and res["pareto_sizes"]["yolov2-tiny"]["pareto"] > 0
+    # tiny GA budgets: whether Entire-GA is best is a bench result, not a property
+    assert isinstance(res["entire_best"], bool) and res["speedup_own"] > 0
+    assert res["pareto_sizes"]["yolov2-tiny"]["pareto"] > 0 and set(res["heuristic_gap"]) == {"30.0", "60.0"}
