@@ -56,6 +56,18 @@ class Group:
     graft: str | None = None               # task of the graphs the DL pre-processing follows ("graph/task" or "task")
 
 
+def graft_index(group: str, graphs: Sequence[DataflowGraph], graft: str) -> int:
+    """Position, among the group's graph tasks in order, of the one the DL pre-processing follows (``task`` or
+    ``graph/task``); an unknown or ambiguous name is refused."""
+    names = [(g.name, t.name) for g in graphs for t in g.tasks]
+    hits = [i for i, (gname, t) in enumerate(names) if graft in (t, f"{gname}/{t}")]
+    if len(hits) != 1:
+        raise DseError(f"dataflow group {group}: graft task {graft!r} " +
+                       (f"is not a task of its graphs; tasks: {', '.join(t for _, t in names)}" if not hits
+                        else "is ambiguous: name it graph/task"))
+    return hits[0]
+
+
 @dataclass
 class Problem:
     groups: list[Group]
@@ -76,14 +88,7 @@ class Problem:
                 labels += [prefix + t.name for t in graph.tasks]
                 tasks += list(graph.tasks)
                 edges += [(off + a, off + b) for a, b in graph.edge_indices()]
-            graft = None
-            if g.graft is not None:
-                hits = [i for i, lab in enumerate(labels) if lab == g.graft or lab.split("/")[-1] == g.graft]
-                if len(hits) != 1:
-                    raise DseError(f"group {g.name}: graft task {g.graft!r} " +
-                                   ("is not a task of its graphs; tasks: " + ", ".join(labels) if not hits
-                                    else "is ambiguous; name it graph/task"))
-                graft = hits[0]
+            graft = None if g.graft is None else graft_index(g.name, g.graphs, g.graft)
             for a in g.dl:
                 if a not in self.networks:
                     raise DseError(f"group {g.name}: DL app {a!r} has no network; apps: {sorted(self.networks)}")
@@ -254,7 +259,7 @@ def evaluate(problem: Problem, fps: float, dl_genes: Sequence[int], df_pes: Sequ
         place_dl(chains, problem.cpu_cores, problem.n_dla_cores)
     if dl_only:
         apps = [App(a, period, g.priority, tuple(chains[a])) for g in problem.groups for a in g.dl]
-        placement = {k: v for k, v in dl_place.items()}
+        placement = dl_place
         pes: tuple[str, ...] = ()
     else:
         if df_pes is None:

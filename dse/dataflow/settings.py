@@ -108,7 +108,10 @@ class DataflowSettings:
             if graft is not None and not (gl and dl):
                 raise DseError(f"dataflow group {g}: graft {graft!r} needs both a graph and a DL app in the group")
             if graft is not None and graphs is not None:
-                _check_graft(str(g), gl, str(graft))
+                from dse.dataflow.comap import graft_index
+                from dse.dataflow.graphs import load_graph
+
+                graft_index(str(g), [load_graph(x) for x in gl], str(graft))
             specs[str(g)] = GroupSpec(str(g), tuple(gl), tuple(dl), None if graft is None else str(graft))
         dup = sorted({a for a in used if used.count(a) > 1})
         if dup:
@@ -169,14 +172,3 @@ class DataflowSettings:
                    prepost_us=d.get("prepost_us"), tasktime=d.get("tasktime"), pareto=subs["pareto"], ga=subs["ga"],
                    deploy=subs["deploy"])
 
-
-def _check_graft(group: str, graphs: list[str], graft: str) -> None:
-    """The graft task must be one task of the group's graphs (``task`` or ``graph/task``)."""
-    from dse.dataflow.graphs import load_graph
-
-    names = [(g.name, t.name) for g in map(load_graph, graphs) for t in g.tasks]
-    hits = [1 for gname, t in names if graft in (t, f"{gname}/{t}")]
-    if len(hits) != 1:
-        raise DseError(f"dataflow group {group}: graft task {graft!r} " +
-                       (f"is not a task of its graphs; tasks: {', '.join(t for _, t in names)}" if not hits
-                        else "is ambiguous: name it graph/task"))
