@@ -9,14 +9,20 @@
 # overrides='[multi=ch4-alpha]'` (workflow/rules/multi.smk).
 # DNNs inside dataflow applications (thesis Ch. 5): `snakemake --cores 2 dataflow --config
 # overrides='[dataflow=ch5-motivational]'` (workflow/rules/dataflow.smk).
+# Design studies (a grid of explorations): `snakemake --cores 2 study --config overrides='[study=xavier-36]'`
+# (workflow/rules/study.smk); on a cluster add `--workflow-profile profiles/slurm`.
+import os
 import sys
 
 from dse.errors import DseError
+from dse.farm.lease import BOARDS_ENV, parse_farm
 from dse.workflow.plan import PARTS, plan_runs
 
 DSE = f"{sys.executable} -m dse"
 try:
     RUNS = plan_runs(config)  # composes + validates every config before any job runs; writes nothing
+    if config.get("boards"):  # a farm: each measuring job leases one of these boards (dse/farm/lease.py)
+        os.environ[BOARDS_ENV] = ",".join(parse_farm(config["boards"]))
 except DseError as exc:
     raise WorkflowError(f"bad configuration: {exc}") from None
 
@@ -46,6 +52,7 @@ include: "workflow/rules/compare.smk"
 include: "workflow/rules/layermap.smk"
 include: "workflow/rules/multi.smk"
 include: "workflow/rules/dataflow.smk"
+include: "workflow/rules/study.smk"
 
 
 rule all:

@@ -2,7 +2,8 @@
 
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
          "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
-         "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report")
+         "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report",
+         "study-merge")
 
 
 def add_parser(sub):
@@ -38,6 +39,11 @@ def _run(args) -> int:
         from dse.workflow.compare import compare
 
         compare(args.run)
+        return 0
+    if args.step == "study-merge":
+        from dse.workflow.study import merge_study
+
+        print(merge_study(args.run))
         return 0
     if args.step.startswith("dataflow-"):
         from dse.workflow.dataflow import run_step

@@ -9,6 +9,7 @@ JSON result atomically at the end.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import sys
 from dataclasses import dataclass
@@ -95,8 +96,33 @@ class RunContext:
                             engine_root=self.engine_root)
 
     @cached_property
+    def lease(self):
+        """The board of the farm this job measures on (``DSE_BOARDS``, set by the Snakefile from ``--config
+        boards=...``), held until the process ends; None without a farm."""
+        from dse.farm.lease import acquire, farm_boards, farm_from_env
+
+        names = farm_from_env()
+        if not names:
+            return None
+        lease = acquire(farm_boards(self.platform.name, names), job=str(self.run))
+        atexit.register(lease.release)
+        print(f"[lease] {self.run}: measuring on board {lease.board}", file=sys.stderr, flush=True)
+        return lease
+
+    @cached_property
     def backend(self):
-        return self.make_backend()
+        """The run's backend; on a farm, on the leased board (its transport replaces the platform's)."""
+        lease = self.lease
+        if lease is None:
+            return self.make_backend()
+        from dse.farm.lease import LeasedBackend
+
+        if self.platform.backend != "trt" and not lease.board.local:
+            raise DseError(f"board {lease.board}: backend {self.platform.backend} measures on this host only; "
+                           "its target must be local")
+        platform = self.part("platform")
+        platform["transport"] = {**(platform.get("transport") or {}), **lease.board.transport()}
+        return LeasedBackend(self.make_backend(platform), lease)
 
     @cached_property
     def space(self):

@@ -19,6 +19,7 @@ from dse.config import compose_config, run_dir, split_overrides
 from dse.errors import DseError
 
 # run_dir/config/<part>.yaml: the rules' inputs
+RUNTIME_MIN = {"sim": 60, "ort": 240, "trt": 24 * 60}
 PARTS = ("model", "platform", "measure", "search", "compare", "layermap", "lm-profile", "lm-ga", "lm-ilp",
          "lm-pareto")
 
@@ -104,6 +105,13 @@ class RunPlan:
     refused: dict = field(default_factory=dict)   # target family ("pipeline", "layermap") -> why not here ("": can)
     layermap_files: tuple[str, ...] = ()           # the layermap target's run-relative outputs
     layermap_solve_files: tuple[str, ...] = ()     # the layermap solve jobs' results (the merge's inputs)
+    backend: str = "sim"                           # what a measuring job's runtime depends on
+
+    @property
+    def runtime_min(self) -> int:
+        """Wall-time a measuring job may need (the cluster executor's ``runtime``): a virtual board explores in
+        seconds, host CPU groups in minutes, a real board for hours (thesis Table 3.7: ~10 board-hours)."""
+        return RUNTIME_MIN.get(self.backend, RUNTIME_MIN["trt"])
 
     def targets(self, family: str, run: str) -> list[str]:
         """The outputs of a target family for this run, or a DseError saying why the platform cannot run it."""
@@ -117,8 +125,6 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     """Compose and validate one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override).
 
     Returns run directory -> its plan (one explore_option job per option). Writes nothing."""
-    from dse.workflow.layermap import LayermapSettings
-
     overrides = split_overrides(snakemake_config.get("overrides"))
     benchmarks = snakemake_config.get("benchmarks")
     if isinstance(benchmarks, str):
@@ -126,16 +132,24 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     runs: dict[str, RunPlan] = {}
     for bench in benchmarks or [None]:
         extra = [] if bench is None else [f"benchmark={bench}"]
-        cfg = compose_config(overrides + extra)
-        parts, options, refused = config_parts(cfg)
-        rd = str(run_dir(cfg))
+        rd, plan = plan_run(compose_config(overrides + extra))
         if rd in runs:
             raise DseError(f"two planned runs share the directory {rd}")
-        runs[rd] = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
-                           options=options, strategy=parts.get("search", {}).get("strategy", "proposed"),
-                           refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
-                           layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()))
+        runs[rd] = plan
     return runs
+
+
+def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
+    """(run directory, plan) of one composed config: what `plan_runs` makes per benchmark and a study per point."""
+    from dse.workflow.layermap import LayermapSettings
+
+    parts, options, refused = config_parts(cfg)
+    plan = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
+                   options=options, strategy=parts.get("search", {}).get("strategy", "proposed"),
+                   refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
+                   layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()),
+                   backend=parts["platform"].get("backend", "sim"))
+    return str(run_dir(cfg)), plan
 
 
 def layermap_outputs(layermap: dict) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from dse.backends.checks import unrunnable_options
 from dse.report import plots
 from dse.report.tables import best_row, cost_row, errors, markdown_table, proposed_rows
 from dse.store import merge
-from dse.store.atomic import write_text_atomic
+from dse.store.atomic import write_json_atomic, write_text_atomic
 from dse.workflow.phases import RunContext, asked_by_phases
 
 
@@ -82,7 +82,24 @@ def report(run: str | Path) -> Path:
         "Every measurement: `measurements.parquet`; the resolved config: `config.yaml`.",
         "",
     ]
+    write_json_atomic(run / "summary.json", run_summary(best, base, cost, frame, searched["selected"]))
     return write_text_atomic(run / "report.md", "\n".join(lines))
+
+
+def run_summary(best: dict, base: float, cost: dict, frame, selected: str) -> dict:
+    """One run in one flat record (what a study merges): the best configuration, its measurements, Base(G),
+    the exploration's cost and the versions of the tools that measured it."""
+    c = best["config"]
+    ok = frame[frame["status"] == "ok"]
+    versions = dict(ok["versions"].iloc[0]) if len(ok) and "versions" in ok else {}
+    return {"benchmark": best["benchmark"], "platform": best["platform"], "backend": best.get("backend"),
+            "precision": c["precision"], "batch": c["batch"], "input_size": c["input_size"], "seed": best.get("seed"),
+            "selected": selected, "option": c["option"], "cuts": list(c["cuts"]), "streams": list(c["streams"]),
+            "buffers": c["buffers"], "pre_threads": c["pre_threads"], "post_threads": c["post_threads"],
+            "fps": best["fps"], "search_fps": best["search_fps"], "latency_ms_p50": best.get("latency_ms_p50"),
+            "energy_j_per_frame": best.get("energy_j_per_frame"), "power_w": best.get("power_w"),
+            "base_g_fps": base, "gain_pct": 100 * (best["fps"] / base - 1) if base else None,
+            "cost": cost, "versions": versions, "config_hash": best.get("config_hash")}
 
 
 def _dla_section(ctx: RunContext, best: dict) -> list[str]:

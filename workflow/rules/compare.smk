@@ -11,8 +11,11 @@ rule comparison:
         anytime="{run}/plots/compare_anytime.png",
     log:
         "{run}/logs/compare.log",
+    threads: 1
     resources:
         board=1,
+        mem_mb=2000,
+        runtime=lambda wc: 4 * _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow compare {wildcards.run} 2> >(tee {log} >&2)"
 

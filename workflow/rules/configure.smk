@@ -6,9 +6,13 @@ from dse.workflow.plan import digest
 
 
 def _plan(run):
-    if run not in RUNS:
-        raise WorkflowError(f"{run} is not a planned run directory; planned: {', '.join(RUNS)}")
-    return RUNS[run]
+    """The plan of a run of this invocation, or of a study's point (studies are planned on first use)."""
+    if run in RUNS:
+        return RUNS[run]
+    plan = _study_point(run) if "studies/" in run else None
+    if plan is not None:
+        return plan
+    raise WorkflowError(f"{run} is not a planned run directory; planned: {', '.join(RUNS)}")
 
 
 rule configure:

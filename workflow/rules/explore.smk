@@ -1,5 +1,6 @@
-# Measuring rules hold the board: `resources: board=1` (one measurement at a time per board;
-# run `snakemake --resources board=N` with a farm of N boards).
+# Measuring rules hold the board: `resources: board=1` (one measurement at a time per board; run
+# `snakemake --resources board=N --config boards='[b1,...]'` with a farm of N boards: each job leases one).
+# threads/mem_mb/runtime (minutes, per backend: dse.workflow.plan.RUNTIME_MIN) are what a cluster executor asks for.
 
 rule maximize:
     """Parameter maximizer on the main-PE-only option: upper bounds of threads, buffers, streams."""
@@ -12,8 +13,11 @@ rule maximize:
         "{run}/maximize.json",
     log:
         "{run}/logs/maximize.log",
+    threads: 1
     resources:
         board=1,
+        mem_mb=2000,
+        runtime=lambda wc: _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow maximize {wildcards.run} 2> >(tee {log} >&2)"
 
@@ -26,8 +30,11 @@ rule explore_option:
         "{run}/options/{option}.json",
     log:
         "{run}/logs/explore-{option}.log",
+    threads: 1
     resources:
         board=1,
+        mem_mb=2000,
+        runtime=lambda wc: _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow explore {wildcards.run} --option {wildcards.option} 2> >(tee {log} >&2)"
 
@@ -40,6 +47,7 @@ rule select_option:
         "{run}/selected.json",
     params:
         options=lambda wc: ",".join(_plan(wc.run).options),
+    localrule: True
     shell:
         "{DSE} workflow select {wildcards.run} --options {params.options}"
 
@@ -54,8 +62,11 @@ rule search:
         "{run}/search.json",
     log:
         "{run}/logs/search.log",
+    threads: 1
     resources:
         board=1,
+        mem_mb=2000,
+        runtime=lambda wc: _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow search {wildcards.run} 2> >(tee {log} >&2)"
 
@@ -68,7 +79,10 @@ rule finetune:
         "{run}/best.yaml",
     log:
         "{run}/logs/finetune.log",
+    threads: 1
     resources:
         board=1,
+        mem_mb=2000,
+        runtime=lambda wc: _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow finetune {wildcards.run} 2> >(tee {log} >&2)"

@@ -5,6 +5,7 @@ rule report:
     output:
         report("{run}/report.md", category="Summary"),
         measurements="{run}/measurements.parquet",
+        summary="{run}/summary.json",
         fps=report("{run}/plots/fps_per_option.png", category="Plots"),
         trajectory=report("{run}/plots/trajectory.png", category="Plots"),
     shell:

@@ -1,0 +1,1 @@
+"""Design studies: grids of explorations run as one workflow and merged into one table."""
