@@ -1,5 +1,3 @@
-import sys
+from dse.cli import run
 
-from dse.cli import main
-
-sys.exit(main())
+run()

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
 
 from dse.errors import DseError
@@ -49,5 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """The process entry (`dse`, `python -m dse`): `main`, then exit without the interpreter's teardown. pyarrow's
+    thread pools can abort a process while it is torn down after Parquet I/O ("terminate called without an active
+    exception", exit 134; apache/arrow#34314, seen once in CI), failing a job whose outputs were all written (every
+    output is written atomically and closed before `main` returns). Exit handlers (board leases) still run."""
+    code = main()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
