@@ -150,6 +150,54 @@ def test_local_search_reaches_a_one_flip_optimum():
     assert model.evaluate(flips).period.min() >= fit * (1 - 1e-12)
 
 
+def test_local_search_ends_where_no_run_moves_whole_helps():
+    g, prof = random_graph(14, 6)
+    model = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), bandwidth_gbs=0.5)
+    genes, fit, _ = local_search(model, np.tile([0, 1, 2], g.n)[:g.n])
+    m = np.array(genes)
+    starts = np.flatnonzero(np.r_[True, m[1:] != m[:-1]])
+    for a, b in zip(starts, np.r_[starts[1:], g.n]):
+        for pe in range(3):
+            c = m.copy()
+            c[a:b] = pe
+            assert model.evaluate(c).period >= fit * (1 - 1e-12)
+
+
+def test_local_search_breaks_bottleneck_ties_by_the_load_spread():
+    """Two CPUs tie at the bottleneck (100 us each), the GPU idles: no single flip (and no run move) lowers the
+    period, but moving a task of one CPU to the GPU keeps it and spreads the loads; then the other CPU's can go."""
+    n = 4
+    g = TaskGraph(names=tuple(f"t{i}" for i in range(n)), layers=tuple((i,) for i in range(n)),
+                  op_types=("Conv",) * n, macs=np.ones(n), src=[], dst=[], nbytes=[])
+    times = np.array([[50.0, 30.0]] * n)
+    prof = ProfileTable(kinds=("cpu1", "gpu"), time_us=times, source="test", graph_digest=g.digest, tasks=g.names)
+    model = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), bandwidth_gbs=1.0)
+    genes, fit, _ = local_search(model, [0, 0, 1, 1])
+    assert fit == pytest.approx(60.0)         # one task per CPU (50 us), two on the GPU (60 us): optimal
+    assert np.bincount(genes, minlength=3).tolist() == [1, 1, 2]
+
+
+def test_ga_restarts_keep_the_best_run():
+    g, prof = random_graph(16, 8)
+    model = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), bandwidth_gbs=1.0, u_max=0.6)
+    one = run_layer_ga(model, "ha2018", seed=2, restarts=1, **FAST)
+    three = run_layer_ga(model, "ha2018", seed=2, restarts=3, **FAST)
+    assert three.fitness <= one.fitness and three.evaluations > one.evaluations
+    assert three.history[:len(one.history)] == one.history          # the first run is the single run
+    with pytest.raises(LayerMapError, match="restarts must be >= 1"):
+        run_layer_ga(model, restarts=0)
+
+
+def test_identical_pes_are_the_interchangeable_ones():
+    from dse.layermap.ilp import identical_pes
+
+    g, prof = random_graph(8, 1)
+    assert identical_pes(AnalyticModel(g, prof, PeSet.build("1-1-1-1", ["gpu"]), bandwidth_gbs=1.0)) == [[0, 1, 2, 3]]
+    assert identical_pes(AnalyticModel(g, prof, PeSet.build("2-1-1", ["gpu"]), bandwidth_gbs=1.0)) == [[1, 2]]
+    hot = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), bandwidth_gbs=1.0, p_busy=[1.0, 2.0, 5.0])
+    assert identical_pes(hot) == []          # same speed, different power: not interchangeable
+
+
 def test_spea2_pareto_set_is_nondominated():
     g, prof = random_graph(10, 4)
     model = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), bandwidth_gbs=1.0, p_busy=[1.0, 1.0, 4.0])

@@ -120,12 +120,16 @@ def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg
     load = {j: [E[i, j] * M[i, j] for i in range(n) if ok[i, j]] for j in range(P)}
     Y = {}
     for e, (s, d) in enumerate(zip(g.src, g.dst)):                                       # y = M_s^j AND M_d^k
-        for j in range(P):
-            for k in range(P):
-                if j != k and C[e, j, k] > 0 and ok[s, j] and ok[d, k]:
-                    y = Y[e, j, k] = B(f"y_{e}_{j}_{k}", 0, 1, Cn)
-                    prob += y >= M[s, j] + M[d, k] - 1
-                    load[j if model.charge == "sender" else k].append(C[e, j, k] * y)
+        pairs = [(j, k) for j in range(P) for k in range(P) if ok[s, j] and ok[d, k]]
+        for j, k in pairs:
+            y = Y[e, j, k] = B(f"y_{e}_{j}_{k}", 0, 1, Cn)
+            if j != k and C[e, j, k] > 0:
+                load[j if model.charge == "sender" else k].append(C[e, j, k] * y)
+        for j in range(P):                            # the product's exact linear hull: rows and columns of
+            if ok[s, j]:                              # y sum to the sender's and receiver's assignment
+                prob += pulp.lpSum(Y[e, j, k] for k in range(P) if (e, j, k) in Y) == M[s, j], f"ys_{e}_{j}"
+            if ok[d, j]:
+                prob += pulp.lpSum(Y[e, k, j] for k in range(P) if (e, k, j) in Y) == M[d, j], f"yd_{e}_{j}"
     for j in range(P):                                                                   # (7), (8)
         prob += Z >= pulp.lpSum(load[j]), f"ct_{j}"
     if model.u_max is not None and model.n_cores:                                        # stretch cap
@@ -133,6 +137,8 @@ def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg
                  <= model.u_max * model.n_cores * Z), "cpu_cap"
     if clusters is not None:
         _cluster_rules(pulp, prob, model, m, formulation, clusters)
+    if clusters is not None and not linear:
+        _symmetry_rules(pulp, prob, model, m)
     if linear:
         for i in range(n - 1):
             prob += (pulp.lpSum(j * m(i + 1, j) for j in range(P)) >= pulp.lpSum(j * m(i, j) for j in range(P)),
@@ -225,6 +231,41 @@ def _cluster_rules(pulp, prob, model, m, formulation: str, clusters: str) -> Non
         prob += rel(pulp.lpSum(starts[i, j] for i in range(n)) - w, 1), f"one_cluster_{j}"
 
 
+def identical_pes(model: AnalyticModel) -> list[list[int]]:
+    """Groups of PEs that no mapping can tell apart (same task times, cores, power and transfer costs to every
+    other PE): relabelling them within a group changes no period."""
+    E, C, P = model.E, model.C, model.P
+    same = lambda a, b: np.array_equal(a, b, equal_nan=True)
+    power = [model.p_busy, model.p_idle]
+
+    def twin(j: int, k: int) -> bool:
+        others = [q for q in range(P) if q not in (j, k)]
+        return (same(E[:, j], E[:, k]) and model.cores[j] == model.cores[k]
+                and all(p is None or p[j] == p[k] for p in power)
+                and same(C[:, j, others], C[:, k, others]) and same(C[:, others, j], C[:, others, k])
+                and same(C[:, j, k], C[:, k, j]))
+
+    groups: list[list[int]] = []
+    for j in range(P):
+        for grp in groups:
+            if twin(grp[0], j):
+                grp.append(j)
+                break
+        else:
+            groups.append([j])
+    return [g for g in groups if len(g) > 1]
+
+
+def _symmetry_rules(pulp, prob, model, m) -> None:
+    """Within a group of identical PEs, PE j' may hold task i only if its predecessor j in the group holds an
+    earlier task: any mapping can be relabelled to meet this, so the optimum stays, but the solver no longer
+    searches every permutation of identical cores (4! on a (1,1,1,1) configuration)."""
+    for grp in identical_pes(model):
+        for j, k in zip(grp, grp[1:]):
+            for i in range(model.n):
+                prob += m(i, k) <= pulp.lpSum(m(t, j) for t in range(i)), f"sym_{j}_{k}_{i}"
+
+
 def _timing_rules(pulp, prob, model, M, Y, m) -> None:
     """002 Eqs. 5-6: a one-frame schedule (start/end per task); no effect on the period."""
     g, E, C, n, P = model.graph, model.E, model.C, model.n, model.P
@@ -291,4 +332,4 @@ def chain_dp(model: AnalyticModel) -> tuple[float, np.ndarray]:
     return float(period), mapping
 
 
-__all__ = ["IlpResult", "solve_ilp", "chain_dp", "SOLVERS", "FORMULATIONS", "CLUSTER_MODES"]
+__all__ = ["IlpResult", "solve_ilp", "chain_dp", "identical_pes", "SOLVERS", "FORMULATIONS", "CLUSTER_MODES"]
