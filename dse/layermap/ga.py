@@ -108,7 +108,7 @@ def _toolbox(model: AnalyticModel, p: Preset, individual) -> base.Toolbox:
     return tb
 
 
-def local_search(model: AnalyticModel, genes, fitness: float | None = None) -> tuple[list[int], float, int]:
+def local_search(model: AnalyticModel, genes) -> tuple[list[int], float, int]:
     """One-bit-flip local optimization (004 ``one_bit_flip_local_optimization`` + ``calc_delta``): try every
     task on every other PE, keep a move that lowers period + penalty (first improvement), repeat until no
     move helps; then try moving each run (a maximal range of consecutive tasks on one PE) whole to another PE,
@@ -129,11 +129,8 @@ def local_search(model: AnalyticModel, genes, fitness: float | None = None) -> t
             break
         moves += len(cand)
         ev = model.evaluate(cand)
-        vals = ev.period + ev.penalty
-        loads = np.where(np.isfinite(ev.loads), ev.loads, np.inf)
-        sq = (loads * loads).sum(axis=1)
-        tol = 1e-9 * max(1.0, abs(cur[0]))
-        better = (vals < cur[0] - tol) | ((vals <= cur[0] + tol) & (sq < cur[1] * (1 - 1e-12)))
+        vals, sq = ev.period + ev.penalty, _spread(ev.loads)
+        better = _improves(vals, sq, cur)
         if not better.any():
             break
         idx = np.flatnonzero(better)
@@ -156,8 +153,7 @@ def _flip_descent(model: AnalyticModel, m: np.ndarray) -> tuple[np.ndarray, tupl
                 inc.move(t, pe)
                 moves += 1
                 val = _score(inc)
-                tol = 1e-9 * max(1.0, abs(cur[0]))
-                if val[0] < cur[0] - tol or (val[0] <= cur[0] + tol and val[1] < cur[1] * (1 - 1e-12)):
+                if _improves(*val, cur):
                     inc.commit()
                     cur, home, improved = val, pe, True
                 else:
@@ -177,8 +173,20 @@ def _run_moves(m: np.ndarray, P: int) -> np.ndarray:
 def _score(inc: Incremental) -> tuple[float, float]:
     """(period + penalty, sum of squared PE loads): the local search's lexicographic objective."""
     ev = inc.evaluation
-    loads = np.where(np.isfinite(inc.loads), inc.loads, np.inf)
-    return float(ev.period + ev.penalty), float(np.dot(loads, loads))
+    return float(ev.period + ev.penalty), float(_spread(inc.loads))
+
+
+def _spread(loads) -> np.ndarray:
+    """Sum of squared PE loads over the last axis (an unsupported PE's inf or nan load counts as inf)."""
+    loads = np.where(np.isfinite(loads), loads, np.inf)
+    return (loads * loads).sum(axis=-1)
+
+
+def _improves(score, spread, cur: tuple[float, float]):
+    """Whether (score, spread) is lexicographically below ``cur``: a lower score, or an equal one with a lower
+    spread (scalars or arrays)."""
+    tol = 1e-9 * max(1.0, abs(cur[0]))
+    return (score < cur[0] - tol) | ((score <= cur[0] + tol) & (spread < cur[1] * (1 - 1e-12)))
 
 
 def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: int = 0, budget: int | None = None,
@@ -202,20 +210,21 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
     tb = _toolbox(model, p, individual)
     tb.register("evaluate_batch", lambda inds: [(float(f),) for f in _fitness(model, np.array(inds))])
     moves = [0]
+    last: list = [None]
+
+    def memetic(pop, hof):
+        best = min(pop, key=lambda ind: ind.fitness.values[0])
+        if list(best) == last[0] or not np.isfinite(best.fitness.values[0]):
+            return
+        genes, fit, tried = local_search(model, best)
+        moves[0] += tried
+        best[:] = genes
+        best.fitness.values = (fit,)
+        last[0] = list(genes)
+
     best_ind, history, evaluations, generations = None, [], 0, 0
     for r in range(p.restarts):
-        last: list = [None]
-
-        def memetic(pop, hof):
-            best = min(pop, key=lambda ind: ind.fitness.values[0])
-            if list(best) == last[0] or not np.isfinite(best.fitness.values[0]):
-                return
-            genes, fit, tried = local_search(model, best, best.fitness.values[0])
-            moves[0] += tried
-            best[:] = genes
-            best.fitness.values = (fit,)
-            last[0] = list(genes)
-
+        last[0] = None
         share = None if budget is None else max(p.population, (budget - evaluations) // (p.restarts - r))
         salt = f"layermap-{preset_name}" + (f"-r{r}" if r else "")
         hof, hist = run_ga(tb, ga, salt, budget=share, hook=memetic if p.local_search else None, log=log)
