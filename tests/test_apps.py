@@ -104,6 +104,22 @@ def test_yolo_anchors_from_cfg_and_letterbox_run():
     assert np.all(dets[:, [0, 2]] <= w) and np.all(dets[:, [1, 3]] <= h) and np.all(dets[:, :4] >= 0)
 
 
+def test_reuse_inputs_feeds_each_image_once():
+    fresh = create_application("classify", {}, {"x": [1, 3, 8, 8]}, {"logits": [1, 4]})
+    app = create_application("classify", {"reuse_inputs": True}, {"x": [1, 3, 8, 8]}, {"logits": [1, 4]})
+    calls = []
+    pre = app.preprocess
+    app.preprocess = lambda f: calls.append(f) or pre(f)
+    n = len(app.images)
+    a, b = app.frame_inputs(1), app.frame_inputs(1 + n)           # the same image
+    assert calls == [1] and a["x"] is b["x"] and a is not b        # its tensors reused, the dict the frame's own
+    np.testing.assert_array_equal(a["x"], fresh.frame_inputs(1)["x"])
+    assert not np.array_equal(app.frame_inputs(2)["x"], a["x"]) and calls == [1, 2]
+    assert fresh.frame_inputs(1)["x"] is not fresh.frame_inputs(1)["x"]   # default: pre-processed every frame
+    with pytest.raises(DseError, match="keeps per-frame pre-processing state.*allow it: classify"):
+        create_application("yolo", {"reuse_inputs": True}, {"x": [1, 3, 32, 32]}, {"out": [1, 255, 1, 1]})
+
+
 def test_classify_top_k():
     app = create_application("classify", {"top_k": 2}, {"x": [2, 3, 8, 8]}, {"logits": [2, 4]})
     assert app.preprocess(0)["x"].shape == (2, 3, 8, 8)

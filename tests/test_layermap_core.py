@@ -200,6 +200,15 @@ def test_profile_from_sim(monkeypatch):
     assert p.column("npu") == pytest.approx(np.array(expect4) / 6.5)
 
 
+def test_profile_keeps_the_fastest_runs():
+    from dse.layermap.profile import _kept
+
+    runs = np.array([[5.0, 5.0], [1.0, 9.0], [2.0, 2.0], [3.0, 3.0], [9.0, 9.0]])
+    assert _kept(runs, 0.4, runs.sum(axis=1)).tolist() == [[2.0, 2.0], [3.0, 3.0]]   # whole runs, by their total
+    assert _kept(runs, 1.0, runs.sum(axis=1)).shape == (5, 2) and len(_kept(runs, 0.01, runs.sum(axis=1))) == 1
+    assert _kept(np.array([4.0, 1.0, 3.0]), 0.5).tolist() == [1.0, 3.0]
+
+
 def test_profile_from_ort_times_every_task(chain):
     analysis, g = chain
     for method in ("model", "task"):
@@ -212,6 +221,10 @@ def test_profile_from_ort_times_every_task(chain):
         ProfileTable.from_ort(analysis, g, (999,))
     with pytest.raises(LayerMapError, match="unknown ORT profiling method 'x'; valid choices: model, task"):
         ProfileTable.from_ort(analysis, g, (1,), method="x")
+    with pytest.raises(LayerMapError, match=r"fastest \(the share of runs kept\) must be in \(0, 1\], got 0"):
+        ProfileTable.from_ort(analysis, g, (1,), fastest=0)
+    fast = ProfileTable.from_ort(analysis, g, (1,), repeats=5, warmup=1, fastest=0.2)   # one run of five kept
+    assert fast.time_us.shape == (g.n, 1) and (fast.time_us > 0).all()
     # beside a busy neighbour core: every task still timed, and the neighbour stops with the profile
     import threading
 

@@ -8,7 +8,8 @@ import pytest
 
 from dse.layermap import AnalyticModel, LayerMapError, PeSet, ProfileTable, TaskGraph, chain_dp, run_layer_ga, \
     solve_ilp
-from dse.layermap.ga import local_search, preset
+from dse.layermap import screen_finalists
+from dse.layermap.ga import FINALISTS, local_search, preset
 from dse.search.ga_common import hypervolume_2d
 from tests.test_layermap_core import random_graph
 
@@ -186,6 +187,31 @@ def test_ga_restarts_keep_the_best_run():
     assert three.history[:len(one.history)] == one.history          # the first run is the single run
     with pytest.raises(LayerMapError, match="restarts must be >= 1"):
         run_layer_ga(model, restarts=0)
+    # the finalists: distinct mappings of all restarts, best first, each with its own fitness
+    fin = three.finalists
+    assert 1 < len(fin) <= FINALISTS and np.array_equal(fin[0][0], three.mapping) and fin[0][1] == three.fitness
+    assert len({tuple(m) for m, _ in fin}) == len(fin) and [f for _, f in fin] == sorted(f for _, f in fin)
+    for m, f in fin:
+        ev = model.evaluate(m)
+        assert f == pytest.approx(float(ev.period + ev.penalty))
+
+
+def test_screen_finalists_measures_the_near_best_and_ranks_by_measurement():
+    fin = [(np.array([0, 0]), 100.0), (np.array([0, 1]), 104.0), (np.array([1, 1]), 120.0)]
+    asked = []
+
+    def measure(m):
+        asked.append(tuple(m))
+        return {(0, 0): 130.0, (0, 1): 110.0}[tuple(m)]
+
+    ranked = screen_finalists(fin, measure, within=0.05)
+    assert asked == [(0, 0), (0, 1)]                                   # 120 is over 5 % above the best
+    assert [tuple(s.mapping) for s in ranked] == [(0, 1), (0, 0)] and ranked[0].planned == 104.0
+    assert ranked[0].measured == 110.0
+    with pytest.raises(LayerMapError, match="no finalists"):
+        screen_finalists([], measure)
+    with pytest.raises(LayerMapError, match=r"within must be a fraction in \[0, 1\], got 2"):
+        screen_finalists(fin, measure, within=2)
 
 
 def test_identical_pes_are_the_interchangeable_ones():

@@ -14,7 +14,7 @@ from dse.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import partition
 from dse.runtime.engine import FunctionEngine
-from dse.runtime.metrics import busy_time, percentile
+from dse.runtime.metrics import busy_time, percentile, period_ms
 from dse.runtime.cpu_groups import core_group_name
 from dse.runtime.ort_engine import OrtStageEngine
 from dse.runtime.pipeline import Pipeline, StagePlan
@@ -66,6 +66,7 @@ def test_pipelined_outputs_equal_sequential(detector, streams, groups, kw):
             np.testing.assert_allclose(out[name], ref[f][name], rtol=1e-4, atol=1e-5)
     assert res.frames == 40 and res.fps > 0
     assert res.latency_ms_p99 >= res.latency_ms_p50 > 0
+    assert 0 < res.period_ms_p10 <= res.period_ms_p50
     assert len(res.stage_ms) == 2 and all(t > 0 for t in res.stage_ms)
     assert all(0 < u <= 1 for u in res.util.values())
     if len(groups[0]) == 2:  # PND: both PEs of stage 0 did work
@@ -166,6 +167,12 @@ def test_metrics_helpers():
     assert busy_time([(0, 2), (1, 3), (5, 6)], 0, 10) == 4
     assert busy_time([(0, 2), (1, 3), (5, 6)], 2.5, 5.5) == pytest.approx(1.0)
     assert percentile([1, 2, 3, 4], 50) == 2.5 and percentile([], 99) == 0.0
+    # one slow episode (frames 5-7 take 30 ms, the rest 10 ms) moves the mean, not the windowed median
+    done = np.cumsum([0.01] * 5 + [0.03] * 3 + [0.01] * 32)
+    assert period_ms(done, 50, window=4) == pytest.approx(10.0)
+    assert period_ms(done, 10, window=4) == pytest.approx(10.0) and period_ms(done, 100, window=4) == pytest.approx(25.0)
+    assert period_ms(done, 50, images_per_job=2, window=4) == pytest.approx(5.0)
+    assert period_ms(done[:1], 50) == 0.0 and period_ms(done[:3], 50) == pytest.approx(10.0)  # window shrinks
 
 
 def test_ort_backend_measures_and_refuses(detector):

@@ -58,6 +58,7 @@ def cfg_anchors(cfg: str) -> dict[int, list[list[float]]]:
 class YoloApplication(InferenceApplication):
     defaults = {"preprocess": "resize", "cfg": None, "anchors": None, "conf_threshold": 0.25,
                 "nms_iou": 0.45, "max_candidates": 1000, "max_detections": 100}
+    frame_state = True      # postprocess maps boxes back through the frame's resize/letterbox
 
     def initialize_postprocessing(self) -> None:
         if self.options["preprocess"] not in ("resize", "letterbox"):

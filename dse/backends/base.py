@@ -51,6 +51,7 @@ class MeasureSettings:
     sample_size: int = 5000              # frames per measurement, after warm-up
     warmup: int | None = None            # None = the backend's default
     seed: int = 0
+    reuse_inputs: bool = False           # feed each image's pre-processed tensors again (time the network alone)
 
     def __post_init__(self):
         if self.preprocess not in PREPROCESS:
@@ -92,7 +93,7 @@ class MeasureSettings:
     def app_options(self, config: Configuration) -> dict:
         """The application's options for one configuration (``dse.apps``)."""
         options: dict[str, Any] = {"input_size": config.input_size, "batch": config.batch, "seed": self.seed,
-                                   "image_dir": self.image_dir}
+                                   "image_dir": self.image_dir, "reuse_inputs": self.reuse_inputs}
         if self.application == "yolo":
             options["preprocess"] = self.preprocess
             if self.model:

@@ -135,7 +135,7 @@ class OrtBackend:
             return Measurement.error(config, f"building the stages failed: {type(exc).__name__}: {exc}", self.name)
         plans = [StagePlan(engines=e, streams=s, name=f"stage{i}")
                  for i, (e, s) in enumerate(zip(stage_engines, config.streams))]
-        pipe = Pipeline(plans, lambda fid, slot: app.preprocess(fid), app.postprocess,
+        pipe = Pipeline(plans, lambda fid, slot: app.frame_inputs(fid), app.postprocess,
                         frames=self.settings.sample_size, warmup=self.warmup, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers, images_per_job=config.batch,
                         keep_outputs=self.keep_outputs, keep_results=self.keep_outputs, timeout_s=self.timeout_s)
@@ -172,7 +172,7 @@ class OrtBackend:
         try:
             segments = partition_segments(self.analysis, graph.expand(mapping.array).tolist())
             runtime = TaskGraphRuntime(
-                segments, groups, lambda fid, slot: app.preprocess(fid), app.postprocess,
+                segments, groups, lambda fid, slot: app.frame_inputs(fid), app.postprocess,
                 frames=self.settings.sample_size, warmup=self.warmup, buffers=config.buffers,
                 pre_threads=config.pre_threads, post_threads=config.post_threads, images_per_job=config.batch,
                 keep_outputs=self.keep_outputs, keep_results=self.keep_outputs, timeout_s=self.timeout_s)

@@ -91,7 +91,7 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
 
     ts_cfg = cfg.get("tegrastats") or {}
     stats = TegraStats(int(ts_cfg.get("interval_ms", 100))) if ts_cfg.get("enabled", True) else None
-    pipe = Pipeline(plans, lambda fid, slot: app.preprocess(fid), app.postprocess, frames=int(cfg["frames"]),
+    pipe = Pipeline(plans, lambda fid, slot: app.frame_inputs(fid), app.postprocess, frames=int(cfg["frames"]),
                     warmup=int(cfg.get("warmup", 0)), pre_threads=int(cfg.get("pre_threads", 1)),
                     post_threads=int(cfg.get("post_threads", 1)), buffers=int(cfg.get("buffers", 1)),
                     images_per_job=int(cfg.get("batch", 1)), keep_results=False,

@@ -5,6 +5,7 @@ optional). Specs: ../shared/specs/seeds-001-004.md section 1."""
 from dse.layermap.errors import LayerMapError
 from dse.layermap.ga import GaResult, preset, run_layer_ga
 from dse.layermap.ilp import IlpResult, chain_dp, solve_ilp
+from dse.layermap.finalists import Screened, screen_finalists
 from dse.layermap.evaluate import AnalyticModel, Evaluation, Incremental, LinearComm
 from dse.layermap.mapping import CpuConfig, LayerMapping, Pe, PeSet, validate
 from dse.layermap.profile import ProfileTable, freq_correct, npu_from_cpu
@@ -14,4 +15,4 @@ from dse.layermap.taskgraph import TaskGraph, build_task_graph
 __all__ = ["LayerMapError", "TaskGraph", "build_task_graph", "ProfileTable", "freq_correct", "npu_from_cpu",
            "CpuConfig", "Pe", "PeSet", "LayerMapping", "validate", "AnalyticModel", "Evaluation", "Incremental",
            "LinearComm", "SimResult", "simulate", "GaResult", "preset", "run_layer_ga", "IlpResult", "chain_dp",
-           "solve_ilp"]
+           "solve_ilp", "Screened", "screen_finalists"]

@@ -46,6 +46,8 @@ class Preset:
     charge: str = "sender"              # the comm charge the paper's model uses (002 Eq. 7 / 004 L290)
 
 
+FINALISTS = 8       # distinct best mappings a single-objective run reports (``GaResult.finalists``)
+
 PRESETS = {"kang2020": Preset(), "ha2018": Preset(charge="receiver")}
 
 
@@ -71,11 +73,14 @@ class GaResult:
     generations: int
     seconds: float
     pareto: list[tuple[np.ndarray, tuple[float, float]]] = field(default_factory=list)
+    #: ``mapping`` and the next distinct best mappings of all restarts (``FINALISTS`` in all): what to measure
+    finalists: list[tuple[np.ndarray, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"mapping": self.mapping.tolist(), "fitness": self.fitness, "evaluations": self.evaluations,
                 "moves": self.moves, "generations": self.generations, "seconds": self.seconds,
-                "history": self.history, "pareto": [(m.tolist(), list(f)) for m, f in self.pareto]}
+                "history": self.history, "pareto": [(m.tolist(), list(f)) for m, f in self.pareto],
+                "finalists": [(m.tolist(), f) for m, f in self.finalists]}
 
 
 def _fitness(model: AnalyticModel, maps) -> np.ndarray:
@@ -222,12 +227,19 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
         best.fitness.values = (fit,)
         last[0] = list(genes)
 
+    finals = tools.HallOfFame(FINALISTS)      # apart from run_ga's, whose single best keeps the first of ties
+
+    def generation(pop, hof):
+        if p.local_search:
+            memetic(pop, hof)
+        finals.update(pop)
+
     best_ind, history, evaluations, generations = None, [], 0, 0
     for r in range(p.restarts):
         last[0] = None
         share = None if budget is None else max(p.population, (budget - evaluations) // (p.restarts - r))
         salt = f"layermap-{preset_name}" + (f"-r{r}" if r else "")
-        hof, hist = run_ga(tb, ga, salt, budget=share, hook=memetic if p.local_search else None, log=log)
+        hof, hist = run_ga(tb, ga, salt, budget=share, hook=generation, log=log)
         if best_ind is None or hof[0].fitness.values[0] < best_ind.fitness.values[0]:
             best_ind = hof[0]
         floor = history[-1] if history else float("inf")
@@ -237,7 +249,9 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
         if budget is not None and evaluations >= budget:
             break
     return GaResult(np.array(best_ind, dtype=np.int64), float(best_ind.fitness.values[0]), history, evaluations,
-                    moves[0], generations, time.perf_counter() - t0)
+                    moves[0], generations, time.perf_counter() - t0,
+                    finalists=[(np.array(ind, dtype=np.int64), float(ind.fitness.values[0]))
+                               for ind in ([best_ind] + [i for i in finals if list(i) != list(best_ind)])[:FINALISTS]])
 
 
 def _run_pareto(model: AnalyticModel, p: Preset, ga: GASettings, budget, t0) -> GaResult:

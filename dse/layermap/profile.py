@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -259,7 +258,8 @@ class ProfileTable:
 
     @classmethod
     def from_ort(cls, model, graph: TaskGraph, core_counts, repeats: int = 20, warmup: int = 3, seed: int = 0,
-                 cores=None, method: str = "model", busy_neighbours: bool = False) -> ProfileTable:
+                 cores=None, method: str = "model", busy_neighbours: bool = False,
+                 fastest: float = 1.0) -> ProfileTable:
         """Real times on this host, with ``intra_op_num_threads=k`` on a thread pinned to k cores (its pool threads
         inherit the mask); median of ``repeats`` runs after ``warmup``, on one seeded random input.
 
@@ -275,6 +275,11 @@ class ProfileTable:
         the other PEs of a per-layer mapping do: shared caches and memory bandwidth are then contended as in the
         real run (a profile taken beside idle cores flatters the layers that stream the most weights).
 
+        ``fastest``: the share of the measured runs kept, the fastest by whole-run time (``method="task"``: by
+        the task's time), before the median. 1 keeps all. Below 1, the profile describes the host's fast
+        state, for hosts that alternate between speeds (a shared VM); compare it with a run's fast state too
+        (``RunResult.period_ms_p10``).
+
         ``model``: the NetworkAnalysis the graph was built from, or its sanitized ModelProto.
         """
         if method not in ("model", "task"):
@@ -289,6 +294,8 @@ class ProfileTable:
                                 f"(usable cores {cores})")
         if repeats < 1 or warmup < 0:
             raise LayerMapError(f"repeats must be >= 1 and warmup >= 0, got {repeats}, {warmup}")
+        if not 0 < fastest <= 1:
+            raise LayerMapError(f"fastest (the share of runs kept) must be in (0, 1], got {fastest!r}")
         inputs = _random_inputs(onnx_model, seed)
         if method == "task":
             target, subject = _profile_on_cores, task_models(onnx_model, graph)
@@ -298,7 +305,8 @@ class ProfileTable:
         for j, k in enumerate(core_counts):
             box: dict = {}
             worker = threading.Thread(target=target, name=f"profile-cpu{k}",
-                                      args=(subject, dict(inputs), cores[:k], repeats, warmup, box), daemon=True)
+                                      args=(subject, dict(inputs), cores[:k], repeats, warmup, fastest, box),
+                                      daemon=True)
             stop = threading.Event()
             neighbours = [threading.Thread(target=_keep_busy, args=(onnx_model, dict(inputs), [c], stop),
                                            name=f"neighbour-{c}", daemon=True)
@@ -461,9 +469,16 @@ def _keep_busy(model, values: dict, cores, stop: threading.Event) -> None:
         session.run(None, feed)
 
 
-def _profile_model_on_cores(subject, values: dict, cores, repeats: int, warmup: int, box: dict) -> None:
+def _kept(samples: np.ndarray, fastest: float, key: np.ndarray | None = None) -> np.ndarray:
+    """The ``fastest`` share of ``samples`` (rows), ranked by ``key`` (default: the samples), at least one."""
+    order = np.argsort(samples if key is None else key, kind="stable")
+    return samples[order[:max(1, int(np.ceil(fastest * len(order))))]]
+
+
+def _profile_model_on_cores(subject, values: dict, cores, repeats: int, warmup: int, fastest: float,
+                            box: dict) -> None:
     """Runs on its own thread: pin it, run the whole network ``warmup + repeats`` times under ORT's profiler and
-    sum each measured run's node kernel times per task (median over the runs)."""
+    sum each measured run's node kernel times per task (median over the ``fastest`` share of the runs)."""
     try:
         import tempfile
 
@@ -504,12 +519,12 @@ def _profile_model_on_cores(subject, values: dict, cores, repeats: int, warmup: 
                 pending += dur                # a node ORT added: counted to the next task
         if not runs or not per_run.any():
             raise LayerMapError("ONNX Runtime's profile has no node times for this model")
-        box["times"] = np.median(per_run, axis=0)
+        box["times"] = np.median(_kept(per_run, fastest, per_run.sum(axis=1)), axis=0)
     except BaseException as exc:   # re-raised on the caller's thread
         box["error"] = exc
 
 
-def _profile_on_cores(models, values: dict, cores, repeats: int, warmup: int, box: dict) -> None:
+def _profile_on_cores(models, values: dict, cores, repeats: int, warmup: int, fastest: float, box: dict) -> None:
     """Runs on its own thread: pin it, then time every task in topological order (filling ``values``)."""
     try:
         import onnxruntime as ort
@@ -532,7 +547,7 @@ def _profile_on_cores(models, values: dict, cores, repeats: int, warmup: int, bo
                 result = session.run(names, feed)
                 samples.append((time.perf_counter() - t0) * 1e6)
             values.update(zip(names, result))
-            times.append(statistics.median(samples))
+            times.append(float(np.median(_kept(np.array(samples), fastest))))
         box["times"] = np.array(times)
     except BaseException as exc:   # re-raised on the caller's thread
         box["error"] = exc

@@ -19,6 +19,21 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
+PERIOD_WINDOW = 10
+
+
+def period_ms(done: Sequence[float], q: float, images_per_job: int = 1, window: int = PERIOD_WINDOW) -> float:
+    """The q-th percentile, over every window of ``window`` consecutive completion times (sorted), of the
+    window's span per image: a steady-state time per image that a noisy neighbour cannot shift while it
+    slows less than q % (q=50) or more than 100-q % (q=10) of the run. Windows rather than single intervals,
+    because a pipeline may complete frames in bursts."""
+    w = min(window, len(done) - 1)
+    if w < 1:
+        return 0.0
+    spans = [done[i + w] - done[i] for i in range(len(done) - w)]
+    return percentile(spans, q) / (w * images_per_job) * 1e3
+
+
 def busy_time(intervals: Iterable[Interval], lo: float, hi: float) -> float:
     """Length of the union of ``intervals`` clipped to [lo, hi]: time a PE had at least one task running."""
     clipped = sorted((max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi)

@@ -25,7 +25,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from dse.runtime.metrics import cpu_seconds, percentile, usable_cores, utilization
+from dse.runtime.metrics import cpu_seconds, percentile, period_ms, usable_cores, utilization
 
 POLL_S = 0.05
 _EOF = object()
@@ -47,6 +47,8 @@ class RunResult:
     fps: float = 0.0
     latency_ms_p50: float = 0.0
     latency_ms_p99: float = 0.0
+    period_ms_p50: float = 0.0      # time per image over windows of completions (metrics.period_ms):
+    period_ms_p10: float = 0.0      #   median, and 10th percentile (the host's fast state)
     window_s: float = 0.0
     frames: int = 0
     images: int = 0
@@ -287,6 +289,9 @@ class FrameRunner(object):
         res.fps = res.images / span
         lat = [(j.t_done - j.t_pre) * 1e3 for j in measured]
         res.latency_ms_p50 = percentile(lat, 50)
+        done = sorted(j.t_done for j in measured)
+        res.period_ms_p50 = period_ms(done, 50, self.images_per_job)
+        res.period_ms_p10 = period_ms(done, 10, self.images_per_job)
         res.latency_ms_p99 = percentile(lat, 99)
         res.util = utilization(dict(self._busy), lo, hi)
         res.stage_util = [utilization({"s": b}, lo, hi)["s"] for b in self._stage_busy]
