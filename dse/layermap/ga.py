@@ -217,7 +217,7 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
     moves = [0]
     last: list = [None]
 
-    def memetic(pop, hof):
+    def memetic(pop):
         best = min(pop, key=lambda ind: ind.fitness.values[0])
         if list(best) == last[0] or not np.isfinite(best.fitness.values[0]):
             return
@@ -231,7 +231,7 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
 
     def generation(pop, hof):
         if p.local_search:
-            memetic(pop, hof)
+            memetic(pop)
         finals.update(pop)
 
     best_ind, history, evaluations, generations = None, [], 0, 0
@@ -248,10 +248,10 @@ def run_layer_ga(model: AnalyticModel, preset_name: str = "kang2020", *, seed: i
         generations += log["generations"]
         if budget is not None and evaluations >= budget:
             break
-    return GaResult(np.array(best_ind, dtype=np.int64), float(best_ind.fitness.values[0]), history, evaluations,
-                    moves[0], generations, time.perf_counter() - t0,
-                    finalists=[(np.array(ind, dtype=np.int64), float(ind.fitness.values[0]))
-                               for ind in ([best_ind] + [i for i in finals if list(i) != list(best_ind)])[:FINALISTS]])
+    others = [ind for ind in finals if list(ind) != list(best_ind)]
+    finalists = [(np.array(ind, dtype=np.int64), float(ind.fitness.values[0])) for ind in [best_ind, *others]]
+    return GaResult(finalists[0][0], finalists[0][1], history, evaluations, moves[0], generations,
+                    time.perf_counter() - t0, finalists=finalists[:FINALISTS])
 
 
 def _run_pareto(model: AnalyticModel, p: Preset, ga: GASettings, budget, t0) -> GaResult:
