@@ -27,6 +27,7 @@ from pathlib import Path
 
 
 from bench.machine import load_average, write_result
+from dse.workflow.phases import search_setup as build  # noqa: F401 - other benches import it from here
 
 OUT = Path(__file__).resolve().parent / "results" / "search_quality.json"
 NETWORKS = ("yolov2", "yolov2-tiny", "yolov3", "yolov3-tiny", "yolov4", "yolov4-tiny", "yolov4-csp", "cspnet",
@@ -52,26 +53,6 @@ THESIS_OPTION = {
     "cspnet": {"fp16": "C (30,35)", "int8": "PND-B (34,106)"},
     "densenet-yolo": {"fp16": "PND-A (95)", "int8": "PND-A (98)"},
 }
-
-
-def build(network: str, precision: str, engine_root: Path, platform: str = PLATFORM, overrides: tuple = ()):
-    """Config, analysis, backend, search space, settings and base configuration of one benchmark run, built
-    the way the workflow builds them (``dse.workflow.plan.config_parts`` validates the same parts)."""
-    from dse.backends import backend_from_config
-    from dse.config import compose_config
-    from dse.network import load_analysis
-    from dse.search import SearchSettings, SearchSpace
-    from dse.workflow.phases import base_configuration
-    from dse.workflow.plan import config_parts
-
-    cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
-    parts = config_parts(cfg)[0]
-    analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
-    backend = backend_from_config(cfg, analysis, engine_root=engine_root)
-    space = SearchSpace.for_backend(analysis, backend)
-    settings = SearchSettings.from_dict(parts["search"])
-    base = base_configuration(backend.settings, backend.platform.name, analysis)
-    return cfg, analysis, backend, space, settings, base
 
 
 def describe(config) -> str:

@@ -101,6 +101,7 @@ class CostParams:
     reformat_fixed_us: float = 0.0
     reformat_bandwidth_gbs: float = 10.0
     boundary_us: float = 0.0
+    handover_us: float = 0.0    # a stream held per stage boundary until the runtime's polling threads notice
     cpu: dict[str, CpuCost] = field(default_factory=dict)   # per CPU core type (per-layer mapping)
     npu: NpuCost | None = None
 
@@ -331,6 +332,7 @@ class Platform:
     task_sigma: float = 0.0
     warmup_frames: int = 40
     max_sim_frames: int = 600
+    buffer_scope: str = "pipeline"    # what ``buffers`` bounds in the pipeline DES (dse.backends.sim.des)
     cpu_clusters: tuple[CpuCluster, ...] = ()
     cpu_freq_by_active_cores: dict[int, float] = field(default_factory=dict)   # MHz by busy cores (hot-plug/governor)
     comm: CommModel = field(default_factory=CommModel)
@@ -568,6 +570,7 @@ def _cost(d: Mapping, where: str, has_dla: bool, core_types: set[str], max_cores
                       reformat_fixed_us=float(ref.get("fixed_us", 0.0)),
                       reformat_bandwidth_gbs=float(ref.get("bandwidth_gbs", 10.0)),
                       boundary_us=float(cd.get("boundary_us", 0.0)),
+                      handover_us=_number(cd.get("handover_us", 0.0), f"{where} cost.handover_us", strict=False),
                       cpu={str(k): _cpu_cost(v, f"{where} cost.cpu.{k}", max_cores) for k, v in cpu.items()},
                       npu=npu)
     if has_dla and cost.dla is None:
@@ -931,8 +934,18 @@ def platform_from_dict(d: Mapping) -> Platform:
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
         warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),
-        cpu_clusters=clusters, cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
+        buffer_scope=_buffer_scope(sim, where), cpu_clusters=clusters, cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
         comm=_comm(d, where, cost), purpose=purpose, raw=dict(d))
+
+
+BUFFER_SCOPES = ("pipeline", "interface")
+
+
+def _buffer_scope(sim: Mapping, where: str) -> str:
+    scope = str(sim.get("buffer_scope", "pipeline"))
+    if scope not in BUFFER_SCOPES:
+        raise DseError(f"{where}: sim.buffer_scope {scope!r} is not one of {', '.join(BUFFER_SCOPES)}")
+    return scope
 
 
 def load_platform(source: Any) -> Platform:

@@ -120,3 +120,15 @@ def test_host_cpu_is_the_same_platform_model():
         platform_from_dict({"name": "host-cpu", "backend": "ort", "options": "auto", "cores": [10_000]})
     with pytest.raises(DseError, match="no cost, prepost, power"):
         p.require_model("sim")
+
+
+def test_bad_buffer_scope_names_the_choices():
+    from dse.config import compose_config
+    from dse.errors import DseError
+    from dse.platform import platform_from_dict
+    from omegaconf import OmegaConf
+
+    d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
+    d["sim"]["buffer_scope"] = "frames"
+    with pytest.raises(DseError, match="'frames' is not one of pipeline, interface"):
+        platform_from_dict(d)

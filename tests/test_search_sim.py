@@ -66,4 +66,4 @@ def test_run_search_on_sim_never_remeasures(board):
     c = r.finetune.config
     assert c.buffers >= max(c.pre_threads, c.post_threads, *c.streams)
     assert r.finetune.fps >= 0.97 * r.maximize.best.fps  # never (noticeably) worse than GPU-only
-    assert 0 < r.unique_tuples < 200
+    assert 0 < r.unique_tuples < 350  # Table 3.4: 172-424 tuples on the board

@@ -171,3 +171,47 @@ def test_repeat_runs_draw_fresh_noise(be):
     assert len(set(runs)) == 3 and first.fps not in runs
     assert all(r == pytest.approx(first.fps, rel=0.08) for r in runs)
     assert be.measure(c, repeat=2).fps == runs[1]
+
+
+def _chain(scope: str, buffers: int, stages: int = 3, us: float = 1000.0):
+    """Stages that only hold their streams ("host" phases): what bounds throughput is the buffer semantics."""
+    from dse.backends.sim.des import SimInput, StageRuntime, simulate
+
+    st = [StageRuntime(phases=[("host", us, 0.0)], stream_cores=[None] * 4) for _ in range(stages)]
+    return simulate(SimInput(pre_us=us, post_us=us, pre_threads=4, post_threads=4, buffers=buffers, cpu_cores=8,
+                             cpu_contention=0.0, stages=st, n_dla=0, frames=400, warmup=40, buffer_scope=scope))
+
+
+def test_buffer_scope_pipeline_bounds_frames_in_flight_interface_bounds_neighbours():
+    """"pipeline": 2 buffers = 2 frames in the 5-step pipeline (pre, 3 stages, post): 2 / 5 ms. "interface" (JEDI):
+    2 slots per interface, a frame holds one from its producer's start to its consumer's end, so 2 frames span two
+    steps: 2 / 2 ms, five times as fast; with enough slots both reach the 4-thread/stream limit of 4 / 1 ms."""
+    assert _chain("pipeline", 2).buffers_per_s == pytest.approx(2 / 5e-3, rel=0.01)
+    assert _chain("interface", 2).buffers_per_s == pytest.approx(2 / 2e-3, rel=0.01)
+    assert _chain("interface", 8).buffers_per_s == pytest.approx(_chain("pipeline", 40).buffers_per_s, rel=0.01)
+
+
+def test_one_buffer_stays_sequential_under_interface_scope(be):
+    """Base(G) is the plain application: with the JEDI buffer scope of the Xavier profile it is still
+    pre + inference + post per frame (the thesis' 59.5 FPS baseline), not JEDI with one slot per interface."""
+    assert be.platform.buffer_scope == "interface"
+    test_base_g_is_sequential(be)
+
+
+def test_handover_wait_holds_the_stream_not_the_pe(be, analysis):
+    """A stage after a boundary first waits ``handover_us`` (polling runtime): latency grows by it per boundary,
+    stage_ms and the GPU time do not."""
+    from dataclasses import replace
+
+    cut = first_cut(analysis, 8)
+    c = cfg(option="A", cuts=(cut,), streams=(2, 2), buffers=6, pre_threads=2)
+    plan = be.plan(c)
+    assert plan.stages[1].phases[0].resource == "host"
+    assert plan.stages[1].handover_us == be.platform.cost.handover_us > 0
+    assert plan.stages[0].handover_us == 0  # the first stage starts from pre-processing
+    p0 = replace(be.platform, cost=replace(be.platform.cost, handover_us=0.0))
+    be0 = SimBackend(p0, analysis, MeasureSettings(sample_size=1000))
+    assert be0.plan(c).stages[1].handover_us == 0
+    m, m0 = be.measure(c), be0.measure(c)
+    assert m.stage_ms == pytest.approx(m0.stage_ms, rel=0.03)
+    assert m.latency_ms_p50 - m0.latency_ms_p50 == pytest.approx(be.platform.cost.handover_us / 1000, abs=0.15)

@@ -26,6 +26,26 @@ from dse.measurement import Measurement
 from dse.store.atomic import write_json_atomic, write_text_atomic
 
 
+def search_setup(network: str, precision: str, engine_root: Path, platform: str, overrides=()):
+    """Config, analysis, backend, search space, settings and base configuration of one run of ``network`` built
+    the way the workflow builds them (``config_parts`` validates the same parts), for in-process searches
+    (``bench/``, ``dse.backends.sim.decisions``)."""
+    from dse.backends import backend_from_config
+    from dse.config import compose_config
+    from dse.network import load_analysis
+    from dse.search import SearchSettings, SearchSpace
+    from dse.workflow.plan import config_parts
+
+    cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
+    parts = config_parts(cfg)[0]
+    analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
+    backend = backend_from_config(cfg, analysis, engine_root=engine_root)
+    space = SearchSpace.for_backend(analysis, backend)
+    settings = SearchSettings.from_dict(parts["search"])
+    base = base_configuration(backend.settings, backend.platform.name, analysis)
+    return cfg, analysis, backend, space, settings, base
+
+
 def base_configuration(settings, platform_name: str, analysis) -> Configuration:
     """The fixed part of every configuration of a run (network, platform, precision, batch, size)."""
     return Configuration(benchmark=settings.benchmark, platform=platform_name, precision=settings.precision,

@@ -25,7 +25,7 @@ BYTES_SCALE = {"fp32": 1.0, "fp16": 0.5, "int8": 0.25}
 class Phase:
     """One piece of a stage execution: on the GPU (sharing it, with an occupancy) or on the stage's DLA core."""
 
-    resource: str        # "gpu" | "dla"
+    resource: str        # "gpu" | "dla" | "host" (a wait that holds the stream but no PE)
     us: float
     occupancy: float = 1.0
     label: str = ""
@@ -46,6 +46,10 @@ class StageCost:
     @property
     def total_us(self) -> float:
         return float(sum(p.us for p in self.phases))
+
+    @property
+    def handover_us(self) -> float:
+        return float(sum(p.us for p in self.phases if p.resource == "host"))
 
     @property
     def gpu_us(self) -> float:
@@ -161,6 +165,12 @@ class CostModel:
         return float(np.clip(self.boundary_bytes(cut) / 4.0 * batch / g.saturation_elems, g.min_occupancy, 1.0))
 
     # ---- stages ----------------------------------------------------------------------------------
+    def _handover(self, first: int) -> tuple[Phase, ...]:
+        """The wait of a stage that starts after a boundary until the runtime notices its input is ready (JEDI's
+        stage threads poll stream completion and the next stage's input flags, sleeping 100 us between polls)."""
+        us = self.platform.cost.handover_us
+        return (Phase("host", us, 0.0, "handover"),) if first > 0 and us > 0 else ()
+
     def gpu_stage(self, first: int, last: int, precision: str, batch: int) -> StageCost:
         pl = self.per_layer("gpu", precision, batch)
         g = self.platform.cost.gpu
@@ -168,7 +178,7 @@ class CostModel:
         extra = g.per_inference_us + (self.platform.cost.boundary_us if first > 0 else 0.0)
         total = t + extra
         occ = (ot + extra * g.min_occupancy) / total if total > 0 else g.min_occupancy
-        return StageCost(first, last, "gpu", (Phase("gpu", total, occ, "infer"),))
+        return StageCost(first, last, "gpu", (*self._handover(first), Phase("gpu", total, occ, "infer")))
 
     def _leaves(self, first: int, last: int) -> np.ndarray:
         lo, hi = np.searchsorted(self._leaf_fallback, [first, last + 1])
@@ -198,7 +208,7 @@ class CostModel:
         pg = self.per_layer("gpu", precision, batch)
         d = self.platform.cost.dla
         g = self.platform.cost.gpu
-        phases: list[Phase] = []
+        phases: list[Phase] = list(self._handover(first))
         loadables = fallback = 0
         fallback_ids: list[int] = []
         spent = {"reformat": 0.0, "fallback": 0.0}

@@ -1,12 +1,17 @@
 """Discrete-event simulation of the pipelined runtime (the JEDI semantics of thesis Ch. 3.3).
 
-- ``buffers`` tokens: a frame holds one from the start of its pre-processing to the end of its post-processing.
+- ``buffers``, with ``buffer_scope="pipeline"``: tokens a frame holds from the start of its pre-processing to the
+  end of its post-processing (frames in flight). With ``"interface"`` (the JEDI runtime, cap-lab/jedi: "the
+  number of buffers between stages"): every interface (pre -> stage 1, stage k -> stage k+1, last stage -> post)
+  has that many slots; a producer takes a slot of its output interface when it starts and the consumer frees it
+  when it finishes, so only adjacent steps bound each other.
 - pre/post threads are CPU tasks; a task's duration is fixed when it starts, slowed by the number of busy
   CPU threads (shared DRAM, and time-slicing beyond the core count).
 - every stage has S streams (execution contexts); a stream takes the next frame from the stage's FIFO and
   runs the stage's phases in order. GPU phases share the GPU by processor sharing with occupancies: a job
   with occupancy o runs at rate min(1, 1/sum(o)); small kernels overlap, big ones saturate it. DLA phases
   queue for their core, which runs one task at a time (so 2 contexts per DLA hide the GPU-side reformats).
+  "host" phases (the hand-over wait at a stage boundary) hold the stream and nothing else.
 - a PND stage's streams are split between the two DLA cores.
 The unit of work is one buffer (a batch of images). Utilizations are integrated over the measured window.
 """
@@ -48,6 +53,7 @@ class SimInput:
     task_sigma: float = 0.0
     seed: int = 0
     trace: bool = False
+    buffer_scope: str = "pipeline"             # "pipeline" | "interface" (see the module docstring)
 
 
 @dataclass
@@ -86,7 +92,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     dla_i = [0.0] * inp.n_dla
     snap = None
 
+    per_iface = inp.buffer_scope == "interface"
     free_buf = inp.buffers
+    iface = [inp.buffers] * (n_st + 1)   # free slots per interface (interface scope only)
     next_frame = 0
     idle_pre, idle_post = inp.pre_threads, inp.post_threads
     stage_q = [deque() for _ in range(n_st)]
@@ -128,9 +136,12 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
 
     def try_pre():
         nonlocal idle_pre, free_buf, next_frame
-        while idle_pre and free_buf and next_frame < n_total:
+        while idle_pre and (iface[0] if per_iface else free_buf) and next_frame < n_total:
             idle_pre -= 1
-            free_buf -= 1
+            if per_iface:
+                iface[0] -= 1
+            else:
+                free_buf -= 1
             cpu_start(0, next_frame)
             next_frame += 1
 
@@ -167,6 +178,12 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             idle_streams[k].append(s)
             if st.stream_cores[s] is not None:
                 core_jobs[st.stream_cores[s]] -= 1
+            if per_iface:  # the input slot is free again: its producer may go on
+                iface[k] += 1
+                if k == 0:
+                    try_pre()
+                else:
+                    dispatch(k - 1)
             if k + 1 < n_st:
                 stage_q[k + 1].append(f)
                 dispatch(k + 1)
@@ -177,7 +194,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             return
         res, us, occ = st.phases_of(s)[idx]
         job[4] = now
-        if res == "gpu":
+        if res == "host":  # holds the stream, no PE
+            push(now + us, 3, job)
+        elif res == "gpu":
             gpu_advance()
             job_id += 1
             gpu_jobs[job_id] = [us * jit[f][2 + k], occ, job]
@@ -201,7 +220,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     def dispatch(k):
         q, idle = stage_q[k], idle_streams[k]
         cores_of = inp.stages[k].stream_cores
-        while idle and q:
+        while idle and q and (iface[k + 1] if per_iface else True):
+            if per_iface:
+                iface[k + 1] -= 1
             if cores_of[0] is None or len(idle) == 1:
                 s = idle.pop()
             else:  # a free context on the least loaded DLA core (PND balances its two engines)
@@ -219,7 +240,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 stage_count[k] += 1
         if trace is not None:
             res = inp.stages[k].phases_of(job[2])[job[3]][0]
-            if res == "gpu":
+            if res == "host":
+                lane = f"hand-over stage{k + 1}"
+            elif res == "gpu":
                 lane = f"GPU stage{k + 1} ctx{job[2]}"
             else:
                 lane = f"DLA{inp.stages[k].stream_cores[job[2]]} stage{k + 1} ctx{job[2]}"
@@ -259,7 +282,11 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 try_pre()
             else:
                 idle_post += 1
-                free_buf += 1
+                if per_iface:
+                    iface[n_st] += 1
+                    dispatch(n_st - 1)
+                else:
+                    free_buf += 1
                 if f >= inp.warmup:
                     post_service += now - t0
                     post_count += 1
@@ -273,6 +300,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                     break
                 try_post()
                 try_pre()
+        elif kind == 3:
+            phase_done(payload)
         elif kind == 1:
             c, job = payload
             dla_busy[c] = False

@@ -1,0 +1,57 @@
+"""Anchor splits, ranking anchors from option choices, the decisions table and the Markdown block of
+``dse calibrate`` (pure logic; the 18 real decisions run in bench/calibration_decisions.py)."""
+from dse.backends.sim.calibration import Anchor, assign_splits, format_table, split_summary
+from dse.backends.sim.decisions import Decision, decisions_table, ranking_anchors
+from dse.commands.calibrate import BEGIN, END, write_markdown
+
+
+def test_splits_alternate_within_each_group_and_are_summarised_apart():
+    rows = [Anchor("g1", f"a{i}", 10.0, 10.0 + i, 9.0, 11.5) for i in range(3)] + [Anchor("g2", "b", 1.0, 2.0, 0, 1.5)]
+    assign_splits(rows)
+    assert [a.split for a in rows] == ["fit", "held-out", "fit", "fit"]
+    lines = split_summary(rows)
+    assert lines[0].startswith("fit throughput anchors: 1 of 3 within tolerance")   # a2 (12.0) and b (2.0) miss
+    assert lines[1].startswith("held-out throughput anchors: 1 of 1")
+    assert "| g1 | a1 | held-out |" in format_table(rows)
+
+
+def _d(net, prec, published, tuned, searched=None):
+    return Decision(net, prec, published, searched or published, tuned)
+
+
+def test_decision_best_match_and_ratio():
+    d = _d("yolov4", "int8", "PND-A", {"E": 150.0, "PND-A": 210.0, "PND-B": 216.0})
+    assert d.best == "PND-B" and not d.match
+    assert d.ratio == 210.0 / 216.0
+    [a] = ranking_anchors([d])
+    assert a.kind == "ranking" and a.ok          # within 3 %
+    d.tuned["PND-A"] = 200.0
+    assert not ranking_anchors([d])[0].ok       # 7 % behind
+
+
+def test_jedi_y4t_fp16_ordering_anchor():
+    ok = _d("yolov4-tiny", "fp16", "PND-B", {"E": 620.0, "PND-B": 600.0, "D": 610.0})
+    bad = _d("yolov4-tiny", "fp16", "PND-B", {"E": 600.0, "PND-B": 693.0})
+    assert [a.ok for a in ranking_anchors([ok]) if a.group == "JEDI choice"] == [True]
+    assert [a.ok for a in ranking_anchors([bad]) if a.group == "JEDI choice"] == [False]
+
+
+def test_decisions_table_counts():
+    rows = [_d("yolov4", "int8", "PND-A", {"PND-A": 213.0, "PND-B": 210.0}),
+            _d("yolov2", "fp16", "PND-A", {"PND-A": 270.0, "PND-B": 296.0}, searched="PND-B"),
+            _d("yolov4-tiny", "int8", "E", {"E": 822.0, "B": 803.0}, searched="B")]
+    text = decisions_table(rows)
+    assert "| yolov2 | fp16 | PND-B | PND-A | -8.8 % | PND-B |" in text
+    assert "Same option as Table 3.5 in 2 of 3 runs" in text
+    assert "within 3% of the virtual board's best in 2 of 3" in text
+    assert "the search's own pick equals Table 3.5's in 1 of 3" in text
+
+
+def test_markdown_block_replaces_only_between_markers(tmp_path):
+    page = tmp_path / "CAL.md"
+    page.write_text(f"# Title\nprose\n{BEGIN}\nold table\n{END}\nmore prose\n")
+    write_markdown(page, "new table")
+    assert page.read_text() == f"# Title\nprose\n{BEGIN}\nnew table\n{END}\nmore prose\n"
+    fresh = tmp_path / "new.md"
+    write_markdown(fresh, "only")
+    assert fresh.read_text() == "only\n"
