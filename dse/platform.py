@@ -934,7 +934,8 @@ def platform_from_dict(d: Mapping) -> Platform:
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
         warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),
-        buffer_scope=_buffer_scope(sim, where), cpu_clusters=clusters, cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
+        buffer_scope=_buffer_scope(sim, where), cpu_clusters=clusters,
+        cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
         comm=_comm(d, where, cost), purpose=purpose, raw=dict(d))
 
 
@@ -944,7 +945,7 @@ BUFFER_SCOPES = ("pipeline", "interface")
 def _buffer_scope(sim: Mapping, where: str) -> str:
     scope = str(sim.get("buffer_scope", "pipeline"))
     if scope not in BUFFER_SCOPES:
-        raise DseError(f"{where}: sim.buffer_scope {scope!r} is not one of {', '.join(BUFFER_SCOPES)}")
+        raise choices_error(f"sim.buffer_scope of {where}", scope, BUFFER_SCOPES)
     return scope
 
 

@@ -130,5 +130,5 @@ def test_bad_buffer_scope_names_the_choices():
 
     d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
     d["sim"]["buffer_scope"] = "frames"
-    with pytest.raises(DseError, match="'frames' is not one of pipeline, interface"):
+    with pytest.raises(DseError, match="buffer_scope.*'frames'; valid choices: interface, pipeline"):
         platform_from_dict(d)

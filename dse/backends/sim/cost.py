@@ -45,7 +45,8 @@ class StageCost:
 
     @property
     def total_us(self) -> float:
-        return float(sum(p.us for p in self.phases))
+        """PE time of one execution (GPU + DLA phases); the hand-over wait holds only the stream (``handover_us``)."""
+        return float(sum(p.us for p in self.phases if p.resource != "host"))
 
     @property
     def handover_us(self) -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from dse.backends.sim.calibration import LABEL, TABLE_3_5, Anchor
+from dse.errors import DseError
 
 REPEATS = 5
 WITHIN = 0.03          # Table 3.5's option must be within 3 % of the virtual board's best where they differ
@@ -45,6 +46,11 @@ class Decision:
         return self.tuned.get(self.published, 0.0) / self.tuned[self.best]
 
     @property
+    def close(self) -> bool:
+        """The same choice, or Table 3.5's option within ``WITHIN`` of the virtual board's."""
+        return self.match or self.ratio >= 1 - WITHIN
+
+    @property
     def label(self) -> str:
         return f"{LABEL[self.network]} {self.precision.upper()}"
 
@@ -62,7 +68,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
     from dse.workflow.phases import search_setup
 
     if (network, precision) not in TABLE_3_5:
-        raise ValueError(f"no Table 3.5 row for {network} {precision}; rows: "
+        raise DseError(f"no Table 3.5 row for {network} {precision}; rows: "
                          f"{', '.join(f'{n}/{p}' for n, p in TABLE_3_5)}")
     with tempfile.TemporaryDirectory(prefix="dse-decide-") as tmp:
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
@@ -118,7 +124,7 @@ def decisions_table(decisions: list[Decision]) -> str:
                      f"{d.tuned[d.best]:.1f} |")
     n = len(decisions)
     same = sum(d.match for d in decisions)
-    close = sum(d.match or d.ratio >= 1 - WITHIN for d in decisions)
+    close = sum(d.close for d in decisions)
     searched = sum(d.searched == d.published for d in decisions)
     lines += ["", f"Same option as Table 3.5 in {same} of {n} runs; Table 3.5's option within {WITHIN:.0%} of the "
                   f"virtual board's best in {close} of {n}; the search's own pick equals Table 3.5's in {searched} "

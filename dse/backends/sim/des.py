@@ -93,8 +93,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     snap = None
 
     per_iface = inp.buffer_scope == "interface"
-    free_buf = inp.buffers
-    iface = [inp.buffers] * (n_st + 1)   # free slots per interface (interface scope only)
+    # free slots: slot[0] is taken by pre-processing; "pipeline" frees it after post-processing, "interface" has
+    # one pool per interface (pre -> stage 1 ... last stage -> post), freed by the interface's consumer
+    slots = [inp.buffers] * (n_st + 1)
     next_frame = 0
     idle_pre, idle_post = inp.pre_threads, inp.post_threads
     stage_q = [deque() for _ in range(n_st)]
@@ -135,13 +136,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         push(now + dur, 0, (kind, f, now))
 
     def try_pre():
-        nonlocal idle_pre, free_buf, next_frame
-        while idle_pre and (iface[0] if per_iface else free_buf) and next_frame < n_total:
+        nonlocal idle_pre, next_frame
+        while idle_pre and slots[0] and next_frame < n_total:
             idle_pre -= 1
-            if per_iface:
-                iface[0] -= 1
-            else:
-                free_buf -= 1
+            slots[0] -= 1
             cpu_start(0, next_frame)
             next_frame += 1
 
@@ -179,7 +177,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             if st.stream_cores[s] is not None:
                 core_jobs[st.stream_cores[s]] -= 1
             if per_iface:  # the input slot is free again: its producer may go on
-                iface[k] += 1
+                slots[k] += 1
                 if k == 0:
                     try_pre()
                 else:
@@ -220,9 +218,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     def dispatch(k):
         q, idle = stage_q[k], idle_streams[k]
         cores_of = inp.stages[k].stream_cores
-        while idle and q and (iface[k + 1] if per_iface else True):
+        while idle and q and (slots[k + 1] or not per_iface):
             if per_iface:
-                iface[k + 1] -= 1
+                slots[k + 1] -= 1
             if cores_of[0] is None or len(idle) == 1:
                 s = idle.pop()
             else:  # a free context on the least loaded DLA core (PND balances its two engines)
@@ -282,11 +280,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 try_pre()
             else:
                 idle_post += 1
+                slots[n_st if per_iface else 0] += 1
                 if per_iface:
-                    iface[n_st] += 1
                     dispatch(n_st - 1)
-                else:
-                    free_buf += 1
                 if f >= inp.warmup:
                     post_service += now - t0
                     post_count += 1
