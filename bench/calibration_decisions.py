@@ -6,7 +6,8 @@ choice is the best mean (``dse.backends.sim.decisions``). Targets (issue "decisi
 the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16; Table 3.5's option in >= 12 of 18 rows
 and within 3 % where it differs.
 
-Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...]`` (about 10 min here);
+Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--overrides ...]``
+(10-35 min here);
 writes bench/results/calibration_decisions.json and prints the Markdown table.
 """
 from __future__ import annotations
@@ -29,10 +30,13 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default="xavier-agx-sim")
     ap.add_argument("--networks", nargs="*", default=None)
     ap.add_argument("--output", type=Path, default=OUT)
+    ap.add_argument("--overrides", nargs="*", default=[], metavar="OVERRIDE",
+                    help="Hydra overrides of every search, e.g. the platform.PATH=VALUE list of `dse calibrate --fit`")
     args = ap.parse_args(argv)
     pairs = [p for p in TABLE_3_5 if not args.networks or p[0] in args.networks]
     t0 = time.perf_counter()
-    decisions = decide_all(args.platform, pairs, progress=lambda s: print(f"deciding {s}", flush=True))
+    decisions = decide_all(args.platform, pairs, overrides=args.overrides,
+                           progress=lambda s: print(f"deciding {s}", flush=True))
     anchors = ranking_anchors(decisions)
     tiny_e = [d.best == "E" for d in decisions if d.network in TINY and d.precision == "int8"]
     jedi = next((a for a in anchors if a.group == "JEDI choice"), None)
@@ -47,8 +51,9 @@ def main(argv=None) -> int:
     print(table)
     for k, v in targets.items():
         print(f"{k}: {v}")
-    write_result(args.output, {"platform": args.platform, "seconds": round(time.perf_counter() - t0, 1),
-                               "targets": targets, "rows": [d.to_dict() for d in decisions],
+    write_result(args.output, {"platform": args.platform, "overrides": args.overrides,
+                               "seconds": round(time.perf_counter() - t0, 1), "targets": targets,
+                               "rows": [d.to_dict() for d in decisions],
                                "anchors": [a.__dict__ | {"ok": a.ok} for a in anchors], "markdown": table})
     return 0
 

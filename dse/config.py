@@ -10,10 +10,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from dse.backends.base import PREPROCESS
 from dse.errors import DseError, choices_error
 
 GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study")
-PREPROCESS = ("resize", "letterbox")
 
 
 def config_dir() -> Path:

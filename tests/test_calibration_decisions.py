@@ -8,11 +8,16 @@ from dse.commands.calibrate import BEGIN, END, write_markdown
 def test_splits_alternate_within_each_group_and_are_summarised_apart():
     rows = [Anchor("g1", f"a{i}", 10.0, 10.0 + i, 9.0, 11.5) for i in range(3)] + [Anchor("g2", "b", 1.0, 2.0, 0, 1.5)]
     assign_splits(rows)
-    assert [a.split for a in rows] == ["fit", "held-out", "fit", "fit"]
+    g1 = [a.split for a in rows[:3]]
+    assert sorted(g1) == ["fit", "fit", "held-out"] and rows[3].split == "fit"    # balanced within each group
+    again = [Anchor(a.group, a.name, 1, 1, 0, 2) for a in reversed(rows)]
+    assert [a.split for a in reversed(assign_splits(again))] == [a.split for a in rows]   # by name, not position
+    held = next(a for a in rows if a.split == "held-out")
     lines = split_summary(rows)
-    assert lines[0].startswith("fit throughput anchors: 1 of 3 within tolerance")   # a2 (12.0) and b (2.0) miss
-    assert lines[1].startswith("held-out throughput anchors: 1 of 1")
-    assert "| g1 | a1 | held-out |" in format_table(rows)
+    n_ok_fit = sum(a.ok for a in rows if a.split == "fit")
+    assert lines[0].startswith(f"fit throughput anchors: {n_ok_fit} of 3 within tolerance")
+    assert lines[1].startswith(f"held-out throughput anchors: {int(held.ok)} of 1")
+    assert f"| g1 | {held.name} | held-out |" in format_table(rows)
 
 
 def _d(net, prec, published, tuned, searched=None):

@@ -17,6 +17,21 @@ def add_parser(subparsers) -> None:
                         "the option choices as ranking anchors, with the decisions table")
     p.add_argument("--cache", default=None, help="where analysed zoo networks are cached (Parquet)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="change one value of the platform profile first, e.g. cost.gpu.peak_gmacs.fp16=5400 "
+                        "(repeatable; the same as the override platform.PATH=VALUE of a pipeline run, which is "
+                        "also accepted)")
+    p.add_argument("--fit", nargs="*", metavar="PATH", default=None,
+                   help="fit these profile values (default: the peak rates and overheads of dse.backends.sim.fit) "
+                        "to the fit half of the anchors and report both halves before and after")
+    p.add_argument("--fit-evaluations", type=int, default=150, metavar="N",
+                   help="anchor evaluations the fit may spend (default 150)")
+    p.add_argument("--fit-anchors", choices=("quick", "all"), default="quick",
+                   help="anchors evaluated inside the fit: quick (~3 s each, default) or all (~30 s each); the "
+                        "report after the fit always uses the set chosen by --quick")
+    p.add_argument("--fit-out", metavar="FILE",
+                   help="write the fitted values as a YAML list of overrides platform.PATH=VALUE (for --set, or a "
+                        "pipeline run's overrides)")
     p.add_argument("--markdown", metavar="FILE",
                    help=f"also write the tables as Markdown; a FILE holding the lines {BEGIN} and {END} keeps "
                         "everything outside them")
@@ -27,15 +42,44 @@ def run(args) -> int:
     from pathlib import Path
 
     from dse.backends.sim.calibration import CACHE, Networks, anchors, assign_splits, format_table, split_summary
-    from dse.platform import load_platform
+    from dse.platform import platform_from_dict
 
-    nets = Networks(load_platform(args.platform), cache_dir=Path(args.cache) if args.cache else CACHE, seed=args.seed)
-    rows = anchors(nets, quick=args.quick)
+    cache = Path(args.cache) if args.cache else CACHE
+    sets = [s.strip().removeprefix("platform.") for s in args.set]
+    profile = platform_profile(args.platform, sets)
+    overrides = [f"platform.{s}" for s in sets]      # the same changes for the searches of --decisions
+
+    def evaluate(d: dict, quick: bool) -> list:
+        return anchors(Networks(platform_from_dict(d), cache_dir=cache, seed=args.seed), quick=quick)
+
     tables = []
+    if args.fit is not None:
+        from dse.backends.sim.fit import DEFAULT_PARAMETERS, fit, fit_table, set_path
+
+        result = fit(profile, lambda d: evaluate(d, args.fit_anchors == "quick"), args.fit or DEFAULT_PARAMETERS,
+                     max_evaluations=args.fit_evaluations,
+                     progress=_fit_progress(args.fit_evaluations))
+        before = evaluate(profile, args.quick) if args.quick != (args.fit_anchors == "quick") else result.before
+        print("before the fit:")
+        for line in split_summary(before):
+            print(f"  {line}")
+        for path, value in zip(result.parameters, result.fitted):
+            set_path(profile, path, value)
+        tables.append("### Fit\n\n" + fit_table(result) + "\n\nBefore the fit:\n\n"
+                      + "\n".join(f"- {line}" for line in split_summary(before)))
+        print(fit_table(result))
+        overrides += result.overrides()
+        print("overrides: " + " ".join(result.overrides()))
+        if args.fit_out:
+            from dse.store.atomic import write_text_atomic
+
+            write_text_atomic(Path(args.fit_out), "".join(f"- {o}\n" for o in result.overrides()))
+    rows = evaluate(profile, args.quick)
     if args.decisions:
         from dse.backends.sim.decisions import decide_all, decisions_table, ranking_anchors
 
-        decisions = decide_all(args.platform, seed=args.seed, progress=lambda s: print(f"deciding {s}", flush=True))
+        decisions = decide_all(args.platform, seed=args.seed, overrides=overrides,
+                               progress=lambda s: print(f"deciding {s}", flush=True))
         rows += assign_splits(ranking_anchors(decisions))
         tables.append("### Decisions (Table 3.5)\n\n" + decisions_table(decisions))
     try:
@@ -59,6 +103,33 @@ def run(args) -> int:
     if args.markdown:
         write_markdown(Path(args.markdown), "\n\n".join(["### Anchors\n\n" + format_table(rows), *tables]))
     return 0
+
+
+def _fit_progress(budget: int):
+    """A line every 10 evaluations on stderr (each evaluation simulates every fit anchor: seconds)."""
+    import sys
+
+    def report(n: int, loss: float) -> None:
+        if n % 10 == 1 or n == budget:
+            print(f"[fit] {n} of at most {budget} evaluations, best loss {loss:.5f}", file=sys.stderr, flush=True)
+    return report
+
+
+def platform_profile(name: str, sets: list[str]) -> dict:
+    """The composed profile as a plain dict, with ``PATH=VALUE`` changes applied through Hydra (so a typo in a
+    path or a value of the wrong type is refused with the config system's own error)."""
+    from omegaconf import OmegaConf
+
+    from dse.config import compose_config, group_choices
+    from dse.errors import DseError, choices_error
+
+    if name not in group_choices("platform"):
+        raise choices_error("platform", name, group_choices("platform"))
+    bad = [s for s in sets if "=" not in s or not s.split("=", 1)[0].strip()]
+    if bad:
+        raise DseError(f"--set {bad[0]!r}: expected PATH=VALUE, e.g. cost.gpu.peak_gmacs.fp16=5400")
+    cfg = compose_config([f"platform={name}", *(f"platform.{s.strip()}" for s in sets)])
+    return OmegaConf.to_container(cfg.platform, resolve=True)
 
 
 def write_markdown(path, block: str) -> None:

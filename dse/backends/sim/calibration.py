@@ -6,6 +6,7 @@ relative position (cut / thesis layer count) to the nearest feasible cut of our 
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ THESIS_LAYERS = {"yolov2": 54, "yolov2-tiny": 24, "yolov3": 179, "yolov3-tiny": 
                  "yolov4-tiny": 57, "yolov4-csp": 290, "cspnet": 228, "densenet-yolo": 508}
 LABEL = {"yolov2": "Y2", "yolov2-tiny": "Y2t", "yolov3": "Y3", "yolov3-tiny": "Y3t", "yolov4": "Y4",
          "yolov4-tiny": "Y4t", "yolov4-csp": "Y4c", "cspnet": "CN", "densenet-yolo": "DY"}
-PREPROCESS = {"yolov4-csp": "letterbox"}
+NETWORK_PREPROCESS = {"yolov4-csp": "letterbox"}   # as config/benchmark/yolov4-csp.yaml
 # Table 3.5: option, cuts (thesis numbering), pre, post, buffers, streams
 TABLE_3_5 = {
     ("yolov2", "fp16"): ("PND-A", (23,), 2, 1, 5, (4, 2)), ("yolov2", "int8"): ("PND-A", (16,), 4, 1, 7, (4, 2)),
@@ -81,7 +82,7 @@ class Networks:
         if key not in self._backends:
             frame, feasible = self._frame(name, input_size)
             self.feasible[key] = feasible
-            settings = MeasureSettings(benchmark=name, preprocess=PREPROCESS.get(name, "resize"),
+            settings = MeasureSettings(benchmark=name, preprocess=NETWORK_PREPROCESS.get(name, "resize"),
                                        input_size=input_size, seed=self.seed)
             self._backends[key] = SimBackend(self.platform, frame, settings)
         return self._backends[key]
@@ -269,13 +270,15 @@ SPLITS = ("fit", "held-out")
 
 
 def assign_splits(rows: list[Anchor]) -> list[Anchor]:
-    """Alternate fit / held-out within each group in list order, so both halves span every source (figure, table,
-    public page) and every kind; deterministic, so a change of the model is judged on the same held-out half."""
-    seen: dict[str, int] = {}
+    """Alternate fit / held-out within each group in the order of a hash of the anchor's name: both halves span every
+    source (figure, table, public page), neither follows the list's layout (the Tables 3.8/3.9 rows alternate
+    Base(G) / re-explored), and the assignment never changes, so every model change is judged on the same half."""
+    by_group: dict[str, list[Anchor]] = {}
     for a in rows:
-        i = seen.get(a.group, 0)
-        a.split = SPLITS[i % 2]
-        seen[a.group] = i + 1
+        by_group.setdefault(a.group, []).append(a)
+    for group in by_group.values():
+        for i, a in enumerate(sorted(group, key=lambda a: hashlib.sha256(a.name.encode()).hexdigest())):
+            a.split = SPLITS[i % 2]
     return rows
 
 

@@ -1,0 +1,71 @@
+"""``dse calibrate --fit``: the loss sees only the fit half, the optimizer finds a known optimum within its bounds,
+bad parameter paths and ``--set`` values are refused with the valid choices."""
+import math
+
+import pytest
+
+from dse.backends.sim.calibration import Anchor
+from dse.backends.sim.fit import anchor_loss, fit, fit_table, get_path
+from dse.commands.calibrate import platform_profile
+from dse.errors import DseError
+
+
+def _anchor(name, published, simulated, split, kind="throughput", lo=None, hi=None):
+    a = Anchor("g", name, published, simulated, lo if lo is not None else published * 0.8,
+               hi if hi is not None else published * 1.2, kind=kind)
+    a.split = split
+    return a
+
+
+def test_loss_uses_the_fit_half_only_and_ranking_anchors_only_outside_their_interval():
+    rows = [_anchor("a", 10.0, 11.0, "fit"), _anchor("b", 10.0, 50.0, "held-out"),
+            _anchor("r", 1.0, 1.4, "fit", kind="ranking", lo=1.0, hi=99.0)]
+    assert anchor_loss(rows) == pytest.approx(math.log(1.1) ** 2 / 2)     # the held-out miss does not count
+    rows[2].simulated = 0.5                                                 # the ranking anchor now fails
+    assert anchor_loss(rows) == pytest.approx((math.log(1.1) ** 2 + math.log(2.0) ** 2) / 2)
+    with pytest.raises(DseError, match="no fit-split anchors"):
+        anchor_loss([_anchor("b", 10.0, 11.0, "held-out")])
+
+
+def _toy(d):
+    """Two anchors that want rate = 3 and overhead = 0.5 (fit half), one held-out anchor that wants rate = 9."""
+    rate, over = d["cost"]["rate"], d["cost"]["overhead"]
+    return [_anchor("fps", 100.0, 100.0 * rate / 3.0, "fit"), _anchor("lat", 2.0, 1.0 + 2 * over, "fit"),
+            _anchor("other", 9.0, rate, "held-out")]
+
+
+def test_fit_reaches_the_optimum_of_the_fit_half_within_bounds():
+    profile = {"cost": {"rate": 2.0, "overhead": 1.0}, "name": "toy"}
+    r = fit(profile, _toy, ["cost.rate", "cost.overhead"], max_evaluations=200)
+    assert r.fitted[0] == pytest.approx(3.0, rel=0.02)           # not pulled towards the held-out anchor's 9
+    assert r.fitted[1] == pytest.approx(0.5, rel=0.02)
+    assert r.loss_fitted < 1e-4 < r.loss_start
+    assert profile["cost"]["rate"] == 2.0                         # the caller's profile is not changed
+    assert r.overrides()[0].startswith("platform.cost.rate=3")
+    assert "| cost.rate | 2.0 | 3" in fit_table(r)
+    bounded = fit(profile, _toy, ["cost.rate"], bounds=(0.5, 1.2), max_evaluations=60)
+    assert bounded.fitted[0] == pytest.approx(2.4, rel=0.01)      # stops at the bound
+
+
+def test_bad_fit_parameters_name_the_valid_keys():
+    profile = {"cost": {"gpu": {"peak_gmacs": {"fp16": 5600}}, "tag": "x"}}
+    assert get_path(profile, "cost.gpu.peak_gmacs.fp16") == 5600.0
+    with pytest.raises(DseError, match=r"no key 'gpuu' in cost \(valid: gpu, tag\)"):
+        get_path(profile, "cost.gpuu.peak_gmacs")
+    with pytest.raises(DseError, match="only positive numbers"):
+        get_path(profile, "cost.tag")
+    with pytest.raises(DseError, match="at least 1"):
+        fit(profile, lambda d: [], ["cost.gpu.peak_gmacs.fp16"], max_evaluations=0)
+    with pytest.raises(DseError, match="bounds"):
+        fit(profile, lambda d: [], ["cost.gpu.peak_gmacs.fp16"], bounds=(1.5, 2.0))
+
+
+def test_set_changes_the_composed_profile_and_refuses_unknown_paths():
+    d = platform_profile("xavier-agx-sim", ["cost.gpu.peak_gmacs.fp16=6000", "cost.handover_us=100"])
+    assert d["cost"]["gpu"]["peak_gmacs"]["fp16"] == 6000 and d["cost"]["handover_us"] == 100
+    with pytest.raises(DseError, match="peak_gmacs"):
+        platform_profile("xavier-agx-sim", ["cost.gpu.peak_gmac.fp16=1"])
+    with pytest.raises(DseError, match="expected PATH=VALUE"):
+        platform_profile("xavier-agx-sim", ["cost.handover_us"])
+    with pytest.raises(DseError, match="xavier-agx-sim"):
+        platform_profile("xavier", [])
