@@ -53,13 +53,15 @@ def run(args) -> int:
         return anchors(Networks(platform_from_dict(d), cache_dir=cache, seed=args.seed), quick=quick)
 
     tables = []
+    rows = None
     if args.fit is not None:
         from dse.backends.sim.fit import DEFAULT_PARAMETERS, fit, fit_table, set_path
 
+        same_set = args.quick == (args.fit_anchors == "quick")   # the fit's anchors are the report's
         result = fit(profile, lambda d: evaluate(d, args.fit_anchors == "quick"), args.fit or DEFAULT_PARAMETERS,
                      max_evaluations=args.fit_evaluations,
                      progress=_fit_progress(args.fit_evaluations))
-        before = evaluate(profile, args.quick) if args.quick != (args.fit_anchors == "quick") else result.before
+        before = result.before if same_set else evaluate(profile, args.quick)
         print("before the fit:")
         for line in split_summary(before):
             print(f"  {line}")
@@ -74,7 +76,10 @@ def run(args) -> int:
             from dse.store.atomic import write_text_atomic
 
             write_text_atomic(Path(args.fit_out), "".join(f"- {o}\n" for o in result.overrides()))
-    rows = evaluate(profile, args.quick)
+        if same_set:
+            rows = result.after
+    if rows is None:
+        rows = evaluate(profile, args.quick)
     if args.decisions:
         from dse.backends.sim.decisions import decide_all, decisions_table, ranking_anchors
 
