@@ -13,7 +13,7 @@ into ``--results`` (reusing finished files there; comap jobs two at a time), the
 - deployment: no group misses its deadline in the periodic simulation.
 
 Run: ``python -m bench.dataflow_ch5 [--cases ch5-motivational ch5-random-4] [--results results]``; writes
-bench/results/dataflow_ch5.json and prints the Markdown tables for BENCHMARKS.md.
+bench/results/dataflow_ch5.json (replacing only the cases run) and prints the Markdown tables for BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -130,7 +130,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default="results")
     ap.add_argument("--output", default=str(OUT))
     args = ap.parse_args(argv)
-    report = {"cases": {}}
+    out = Path(args.output)
+    report = json.loads(out.read_text()) if out.exists() else {"cases": {}}   # cases not rerun are kept
     for case in args.cases:
         t0 = time.perf_counter()
         ddir = run_case(case, args.results)
@@ -154,8 +155,8 @@ def main(argv=None) -> int:
         print("pareto sizes:", sizes)
         if "hopes" in entry:
             print(pd.DataFrame(entry["hopes"]).to_markdown(index=False))
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(report, indent=1, default=str))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, default=str))
     return 0
 
 

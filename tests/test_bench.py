@@ -85,8 +85,11 @@ def test_dataflow_ch5_tiny(tmp_path):
     from bench import dataflow_ch5
 
     out = tmp_path / "dataflow.json"
+    out.write_text(json.dumps({"cases": {"earlier": {"wall_s": 1.0}}}))       # a case not rerun is kept
     assert dataflow_ch5.main(["--cases", "tiny", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
-    res = json.loads(out.read_text())["cases"]["tiny"]
+    cases = json.loads(out.read_text())["cases"]
+    assert cases["earlier"] == {"wall_s": 1.0}
+    res = cases["tiny"]
     assert res["deploy_misses"] == 0 and res["entire_feasible_everywhere"] is False     # 60 FPS: none feasible
     # tiny GA budgets: whether Entire-GA is best is a bench result, not a property
     assert isinstance(res["entire_best"], bool) and res["speedup_own"] > 0

@@ -6,10 +6,11 @@ import itertools
 
 import pytest
 
-from dse.dataflow.comap import (Candidates, Group, Problem, algorithm7, baseline, entire_ga, evaluate, heuristic_ga,
-                                place_dl, run_method, utilization)
+from dse.dataflow.comap import (Candidates, Group, Problem, algorithm7, baseline, build_apps, dataflow_wcrt, entire_ga,
+                                evaluate, heuristic_ga, place_dl, run_method, utilization)
 from dse.dataflow.graphs import DataflowGraph, DataflowTask
 from dse.errors import DseError
+from dse.rt.cpa import CpaProblem
 from dse.rt.model import App, Stage, Task
 
 
@@ -151,6 +152,23 @@ def test_entire_ga_seeds_from_a_looser_deadline_when_heuristic_finds_none():
         assert e.seeded_from_fps == 10.0
     else:
         assert e.seeded_from_fps == fps
+
+
+def test_dataflow_wcrt_is_the_longest_path_of_the_graph_tasks_alone():
+    p = problem()
+    df = ["CPU0", "CPU1", "CPU1", "CPU2"] * 2           # read, cvt, filt, save of G1 then G2
+    e = evaluate(p, 20.0, [0, 0], df)
+    apps, placement = build_apps(p, 50_000.0, p.chains_of([0, 0]), df, e.dl_placement)
+    r = CpaProblem(apps, placement).analyse().stage_r_us
+    for gi, g in enumerate(p.groups):
+        # read -> cvt -> {filt, save}: the grafted pre -> GPU -> post behind filt is not part of it
+        by_hand = r[g.name, 0] + r[g.name, 1] + max(r[g.name, 2], r[g.name, 3])
+        assert dataflow_wcrt(p, gi, r) == pytest.approx(by_hand)
+        assert e.df_ratios[g.name] == pytest.approx(by_hand / 50_000.0)
+        assert e.df_ratios[g.name] < e.ratios[g.name]
+    # a slower DL candidate moves the groups' WCRT but not the dataflow applications' (no shared PE here)
+    slow = evaluate(p, 20.0, [1, 1], df)
+    assert slow.ratios != e.ratios and slow.df_ratios == pytest.approx(e.df_ratios)
 
 
 def test_baseline_first_phase_ignores_dataflow_tasks():
