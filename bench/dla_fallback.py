@@ -23,7 +23,8 @@ from pathlib import Path
 
 from bench.machine import write_result
 from bench.reference import remeasure
-from bench.search_quality import NETWORKS, build, describe
+from bench.search_quality import NETWORKS, describe
+from dse.workflow.phases import search_setup
 
 OUT = Path(__file__).resolve().parent / "results" / "dla_fallback.json"
 VARIANTS = {"relu-trt6": ("xavier-agx-sim", ""), "leaky-trt85": ("xavier-agx-jp5-sim", "-leaky"),
@@ -40,8 +41,8 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
     platform, suffix = VARIANTS[variant]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform,
-                                                              (f"benchmark.model={network}{suffix}",))
+        cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
+                                                                     (f"benchmark.model={network}{suffix}",))
         ev = Evaluator(backend, seed=int(cfg.seed))
         result = run_search(space, Probe(ev), base, settings)
         best = result.finetune.config

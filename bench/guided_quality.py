@@ -25,7 +25,8 @@ from pathlib import Path
 
 from bench.machine import load_average, write_result
 from bench.reference import remeasure
-from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, build, describe
+from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
+from dse.workflow.phases import search_setup
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ("guided", "default", "random", "optuna-tpe")
@@ -75,7 +76,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
 
     load = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, _, backend, space, settings, base = build(network, precision, Path(tmp), platform, overrides)
+        cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
         seed = int(cfg.seed)
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()

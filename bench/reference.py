@@ -110,7 +110,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                       heartbeat: int = 2000) -> dict:
     """Sweep every feasible tuple of every option with <= ``max_cuts`` cuts (no cap), then screen, fine-tune and
     re-measure as the module docstring says. Returns the JSON-able record (not written)."""
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.evaluate import Evaluator
     from dse.search import Probe
     from dse.search.exhaustive import feasible_tuples
@@ -125,8 +125,8 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-reference-") as tmp:
-        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform,
-                                                              tuple(overrides))
+        cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
+                                                                     tuple(overrides))
         _, parts = _compose(network, precision, platform, overrides)
         seconds["build"] = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))        # no store: nothing persisted, nothing replayed
@@ -301,14 +301,14 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
         return "; ".join(f"{k} {data.get(k)} -> {now[k]}" for k in changed)
     if not verify:
         return ""
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.configuration import Configuration
 
     ref = data["reference"]
     config = Configuration.from_dict(ref["config"])
     first = int(data.get("repeats", {}).get("confirm", [CONFIRM_FIRST])[0])
     with tempfile.TemporaryDirectory(prefix="bench-reference-") as tmp:
-        backend = build(network, precision, Path(tmp), platform, tuple(overrides))[2]
+        backend = search_setup(network, precision, Path(tmp), platform, tuple(overrides))[2]
         (fps,) = remeasure(backend, config, 1, first)
     stored = float(ref["fps"][0])
     if abs(fps - stored) > 1e-6 * max(abs(stored), 1.0):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 
 from bench.machine import load_average, write_result
-from dse.workflow.phases import search_setup as build  # noqa: F401 - other benches import it from here
+from dse.workflow.phases import search_setup
 
 OUT = Path(__file__).resolve().parent / "results" / "search_quality.json"
 NETWORKS = ("yolov2", "yolov2-tiny", "yolov3", "yolov3-tiny", "yolov4", "yolov4-tiny", "yolov4-csp", "cspnet",
@@ -70,7 +70,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
     load = load_average()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, settings, base = build(network, precision, Path(tmp), platform, overrides)
+        cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
         t_analysis = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))
         t1 = time.perf_counter()

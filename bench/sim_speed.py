@@ -58,11 +58,11 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
 
     load = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, _, base = build(args.network, args.precision, Path(tmp), args.platform)
+        cfg, analysis, backend, space, _, base = search_setup(args.network, args.precision, Path(tmp), args.platform)
         frames = int(cfg.benchmark.sample_size) + int(cfg.benchmark.warmup)
         rows = []
         for option in args.options:

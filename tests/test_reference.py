@@ -20,11 +20,11 @@ def ref():
 
 
 def test_sweeps_every_feasible_tuple(ref):
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.search.exhaustive import feasible_tuples
 
     with tempfile.TemporaryDirectory() as tmp:
-        _, _, _, space, _, _ = build(NET, PREC, Path(tmp), reference.PLATFORM, FAST)
+        _, _, _, space, _, _ = search_setup(NET, PREC, Path(tmp), reference.PLATFORM, FAST)
     expected = {o: len(feasible_tuples(space, space.n_cuts(o))) for o in space.options if space.n_cuts(o) <= 2}
     assert ref["tuples"] == expected and ref["tuples_total"] == sum(expected.values())
     assert ref["left_out"] == [o for o in space.options if space.n_cuts(o) > 2]
@@ -46,14 +46,14 @@ def test_answer_is_best_by_remeasured_mean(ref):
 
 
 def test_remeasure_is_fresh_and_reproducible(ref):
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.configuration import Configuration
     from dse.evaluate import Evaluator
 
     cfg = Configuration.from_dict(ref["reference"]["config"])
     assert cfg.hash == ref["reference"]["config_hash"]
     with tempfile.TemporaryDirectory() as tmp:
-        _, _, backend, _, _, _ = build(NET, PREC, Path(tmp), reference.PLATFORM, FAST)
+        _, _, backend, _, _, _ = search_setup(NET, PREC, Path(tmp), reference.PLATFORM, FAST)
         a = reference.remeasure(Evaluator(backend), cfg, n=4, first_repeat=reference.CONFIRM_FIRST)
         b = reference.remeasure(backend, cfg, n=4, first_repeat=reference.CONFIRM_FIRST)
     assert a == b == ref["reference"]["fps"]   # same repeats, same noise, in any process

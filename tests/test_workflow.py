@@ -86,15 +86,15 @@ def test_override_reruns_only_dependents(finished):
 def test_workflow_and_run_search_are_one_method(finished):
     """What `snakemake` runs (one job per phase, caches in files) and what bench/ measures (`run_search`, one
     process) are the same phases: the same best configuration from the same measured configurations."""
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.config import split_overrides
     from dse.evaluate import Evaluator
     from dse.search import Probe, run_search
 
     wd, _ = finished
     overrides = tuple(o for o in split_overrides(FAST) if not o.startswith("benchmark="))
-    _, _, backend, space, settings, base = build("tiny-detector", "int8", wd / "solo-engines", "xavier-agx-sim",
-                                                 overrides)
+    _, _, backend, space, settings, base = search_setup("tiny-detector", "int8", wd / "solo-engines",
+                                                        "xavier-agx-sim", overrides)
     ev = Evaluator(backend)
     result = run_search(space, Probe(ev), base, settings)
     best = yaml.safe_load((wd / RUN / "best.yaml").read_text())
@@ -283,7 +283,7 @@ def test_guided_strategy_end_to_end(finished):
     """search.strategy=guided on the same run directory: maximize -> search (guided) -> finetune -> report, no
     per-option jobs; the same answer as run_search with the same settings, and the report and the comparison
     count the guided phases only (the proposed search's files stay beside them)."""
-    from bench.search_quality import build
+    from dse.workflow.phases import search_setup
     from dse.config import split_overrides
     from dse.evaluate import Evaluator
     from dse.search import Probe, run_search
@@ -302,8 +302,8 @@ def test_guided_strategy_end_to_end(finished):
     asked = asked_by_phases(run, "guided")
     assert set(json.loads((run / "cache/guided.asked.json").read_text())) <= asked
     overrides = tuple(o for o in split_overrides(guided) if not o.startswith("benchmark="))
-    _, _, backend, space, settings, base = build("tiny-detector", "int8", wd / "guided-engines", "xavier-agx-sim",
-                                                 overrides)
+    _, _, backend, space, settings, base = search_setup("tiny-detector", "int8", wd / "guided-engines",
+                                                        "xavier-agx-sim", overrides)
     result = run_search(space, Probe(Evaluator(backend)), base, settings)
     best = yaml.safe_load((run / "best.yaml").read_text())
     assert best["config"] == result.finetune.config.to_dict() and searched["unique_tuples"] == result.unique_tuples

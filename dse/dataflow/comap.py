@@ -30,7 +30,7 @@ from typing import Mapping, Sequence
 from dse.dataflow.graphs import DataflowGraph, DataflowTask
 from dse.errors import DseError
 from dse.rt.cpa import CpaProblem
-from dse.rt.model import App, Stage, Task
+from dse.rt.model import App, Stage, Task, preds_of
 
 INF = float("inf")
 INFEASIBLE = 1e3        # added to an infeasible solution's lateness: above any feasible fitness (max U <= ~1e2)
@@ -94,7 +94,8 @@ class Problem:
                 if a not in self.networks:
                     raise DseError(f"group {g.name}: DL app {a!r} has no network; apps: {sorted(self.networks)}")
             self.df += [(gi, i, t) for i, t in enumerate(tasks)]
-            self.layout.append({"labels": labels, "edges": edges, "graft": graft})
+            self.layout.append({"labels": labels, "edges": edges, "graft": graft,
+                                "preds": preds_of(len(labels), edges)})
         # the PEs each dataflow task may use (its Entire-GA gene values)
         self.df_pes = [[*(f"CPU{c}" for c in self.cpu_cores if "cpu" in t.wcet_us), *(["GPU"] if "gpu" in t.wcet_us
                                                                                       else [])]
@@ -281,14 +282,11 @@ def evaluate(problem: Problem, fps: float, dl_genes: Sequence[int], df_pes: Sequ
 def dataflow_wcrt(problem: Problem, gi: int, stage_r_us: Mapping[tuple[str, int], float]) -> float:
     """Longest path of the group's dataflow tasks alone (its grafted DL chains left out): the response time of its
     dataflow applications, the objective of Jeong et al. [79] (l. 1577). 0 for a group without dataflow tasks."""
-    lay, name = problem.layout[gi], problem.groups[gi].name
-    preds: dict[int, list[int]] = {}
-    for a, b in lay["edges"]:
-        preds.setdefault(b, []).append(a)
-    end: dict[int, float] = {}
-    for i in range(len(lay["labels"])):          # graph tasks come in topological order (graphs.py checks it)
-        end[i] = stage_r_us[name, i] + max((end[p] for p in preds.get(i, ())), default=0.0)
-    return max(end.values(), default=0.0)
+    name = problem.groups[gi].name
+    end: list[float] = []
+    for i, preds in enumerate(problem.layout[gi]["preds"]):   # graph tasks come in topological order (graphs.py)
+        end.append(stage_r_us[name, i] + max((end[p] for p in preds), default=0.0))
+    return max(end, default=0.0)
 
 
 # ---- methods ----------------------------------------------------------------------------------------------------
