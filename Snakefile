@@ -9,6 +9,8 @@
 # overrides='[multi=ch4-alpha]'` (workflow/rules/multi.smk).
 # DNNs inside dataflow applications (thesis Ch. 5): `snakemake --cores 2 dataflow --config
 # overrides='[dataflow=ch5-motivational]'` (workflow/rules/dataflow.smk).
+# Task-set schedulability with per-accelerator variants (seed 003): `snakemake --cores 2 taskset`
+# (workflow/rules/taskset.smk).
 # Design studies (a grid of explorations): `snakemake --cores 2 study --config overrides='[study=xavier-36]'`
 # (workflow/rules/study.smk); on a cluster add `--workflow-profile profiles/slurm`.
 import os
@@ -52,6 +54,7 @@ include: "workflow/rules/compare.smk"
 include: "workflow/rules/layermap.smk"
 include: "workflow/rules/multi.smk"
 include: "workflow/rules/dataflow.smk"
+include: "workflow/rules/taskset.smk"
 include: "workflow/rules/study.smk"
 
 

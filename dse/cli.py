@@ -9,7 +9,7 @@ import sys
 
 from dse.errors import DseError
 
-COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "multi", "workflow")
+COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "multi", "taskset", "workflow")
 
 
 def build_parser() -> argparse.ArgumentParser:

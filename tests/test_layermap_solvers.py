@@ -8,6 +8,7 @@ import pytest
 
 from dse.layermap import AnalyticModel, LayerMapError, PeSet, ProfileTable, TaskGraph, chain_dp, run_layer_ga, \
     solve_ilp
+from dse.ilp import IlpError
 from dse.layermap import screen_finalists
 from dse.layermap.ga import FINALISTS, local_search, preset
 from dse.search.ga_common import hypervolume_2d
@@ -247,7 +248,7 @@ def test_bad_inputs_name_the_value_and_the_choices():
     model = AnalyticModel(g, prof, pes)
     with pytest.raises(LayerMapError, match="'kang2021'.*kang2020, ha2018"):
         run_layer_ga(model, "kang2021")
-    with pytest.raises(LayerMapError, match="'gurobi'.*highs, cbc"):
+    with pytest.raises(IlpError, match="'gurobi'.*highs, cbc"):
         solve_ilp(model, solver="gurobi")
     with pytest.raises(LayerMapError, match="'lp2020'.*kang2020, ha2018"):
         solve_ilp(model, formulation="lp2020")
@@ -270,5 +271,5 @@ def test_missing_pulp_names_the_extra(monkeypatch):
 
     g, prof = random_graph(4, 0)
     monkeypatch.setitem(sys.modules, "pulp", None)
-    with pytest.raises(LayerMapError, match=r"dse\[ilp\]"):
+    with pytest.raises(IlpError, match=r"dse\[ilp\]"):
         solve_ilp(AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"])))

@@ -17,22 +17,17 @@ change the objective. PuLP is an optional dependency (extra ``ilp``).
 """
 from __future__ import annotations
 
-import re
-import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from dse.ilp import SOLVERS, check_solver, import_pulp, solve_problem
 from dse.layermap.errors import LayerMapError
 from dse.layermap.evaluate import AnalyticModel
 
-SOLVERS = ("highs", "cbc")
 FORMULATIONS = ("kang2020", "ha2018")
 CLUSTER_MODES = ("exact", "at_most", None)
-GAP_REL = 1e-7   # "optimal" means optimal: the solvers' default 1e-4 would let a GA beat the ILP by noise
 
 
 @dataclass(frozen=True)
@@ -58,28 +53,6 @@ class IlpResult:
                 "mapping": None if self.mapping is None else self.mapping.tolist()}
 
 
-def _pulp():
-    try:
-        import pulp
-    except ImportError:
-        raise LayerMapError("the layer-mapping ILP needs PuLP: pip install 'dse[ilp]' (pulp, highspy)") from None
-    return pulp
-
-
-def _solver(pulp, name: str, time_limit: float, msg: bool, log: str):
-    """The PuLP solver for ``name``; HiGHS falls back to CBC when highspy is missing."""
-    if name not in SOLVERS:
-        raise LayerMapError(f"unknown ILP solver {name!r}; valid choices: {', '.join(SOLVERS)}")
-    if name == "highs":
-        s = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=GAP_REL)
-        if s.available():
-            return "highs", s
-    s = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, logPath=log, gapRel=GAP_REL)
-    if not s.available():
-        raise LayerMapError("no ILP solver available: install highspy (pip install 'dse[ilp]') or PuLP's CBC")
-    return "cbc", s
-
-
 def solve_ilp(model: AnalyticModel, *, formulation: str = "kang2020", clusters: str | None = "exact",
               linear: bool = False, timing: bool = False, solver: str = "highs", time_limit: float = 60.0,
               msg: bool = False) -> IlpResult:
@@ -90,15 +63,12 @@ def solve_ilp(model: AnalyticModel, *, formulation: str = "kang2020", clusters: 
 
 
 def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg) -> IlpResult:
-    pulp = _pulp()
+    pulp = import_pulp()
     if formulation not in FORMULATIONS:
         raise LayerMapError(f"unknown ILP formulation {formulation!r}; valid choices: {', '.join(FORMULATIONS)}")
     if clusters not in CLUSTER_MODES:
         raise LayerMapError(f"unknown cluster mode {clusters!r}; valid choices: exact, at_most, None")
-    if solver not in SOLVERS:
-        raise LayerMapError(f"unknown ILP solver {solver!r}; valid choices: {', '.join(SOLVERS)}")
-    if not time_limit or time_limit <= 0:
-        raise LayerMapError(f"ILP time limit must be > 0 seconds, got {time_limit}")
+    check_solver(solver, time_limit)
     if model.u_max is not None and model.cap_mode != "stretch":
         raise LayerMapError(f"the ILP needs the linear cap mode 'stretch', the model has {model.cap_mode!r}")
     if model.dedupe:
@@ -146,17 +116,11 @@ def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg
     if timing:
         _timing_rules(pulp, prob, model, M, Y, m)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        log = str(Path(tmp) / "cbc.log")
-        used, s = _solver(pulp, solver, time_limit, msg, log)
-        t0 = time.perf_counter()
-        code = prob.solve(s)
-        seconds = time.perf_counter() - t0
-        cbc_log = Path(log).read_text(errors="replace") if used == "cbc" and Path(log).exists() else ""
+    solved = solve_problem(prob, solver, time_limit, msg)
+    status, bound, seconds, used = solved.status, solved.bound, solved.seconds, solved.solver
     options = {"formulation": formulation, "clusters": clusters, "linear": linear, "timing": timing,
                "time_limit": time_limit}
     size = dict(n_vars=len(prob.variables()), n_constraints=len(prob.constraints), options=options)
-    status, bound = _outcome(pulp, prob, code, used, cbc_log)
     if status in ("infeasible", "no solution"):
         return IlpResult(status, float("inf"), bound, float("nan"), seconds, used, None, **size)
     mapping = np.array([max(range(P), key=lambda j: (pulp.value(m(i, j)) or 0.0)) for i in range(n)],
@@ -166,36 +130,6 @@ def _solve(model, formulation, clusters, linear, timing, solver, time_limit, msg
         bound = obj if not np.isfinite(bound) else min(bound, obj)
     gap = max(0.0, (obj - bound) / obj) if obj > 0 and np.isfinite(bound) else float("nan")
     return IlpResult(status, obj, bound, gap, seconds, used, mapping, **size)
-
-
-def _outcome(pulp, prob, code: int, used: str, cbc_log: str) -> tuple[str, float]:
-    """(status, best bound): a run stopped by the time limit is "time limit" even when PuLP says "Optimal"."""
-    if used == "highs":
-        import highspy
-
-        h = prob.solverModel
-        ms = h.getModelStatus()
-        info = h.getInfo()
-        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else float("-inf")
-        has_sol = info.primal_solution_status == 2
-        if ms == highspy.HighsModelStatus.kOptimal:
-            return "optimal", bound
-        if ms == highspy.HighsModelStatus.kInfeasible:
-            return "infeasible", bound
-        if ms == highspy.HighsModelStatus.kTimeLimit:
-            return ("time limit" if has_sol else "no solution"), bound
-        return ("time limit" if has_sol else "no solution"), bound
-    stopped = re.search(r"Result - Stopped on time", cbc_log) is not None
-    found = re.search(r"best possible\s+(-?[\d.eE+-]+)", cbc_log)
-    lower = re.search(r"Lower bound:\s+(-?[\d.eE+-]+)", cbc_log)
-    bound = float(found.group(1)) if found else float(lower.group(1)) if lower else float("-inf")
-    if prob.status == pulp.LpStatusInfeasible:
-        return "infeasible", bound
-    if prob.sol_status in (pulp.LpSolutionIntegerFeasible,) or (stopped and prob.status == pulp.LpStatusOptimal):
-        return "time limit", bound
-    if prob.status == pulp.LpStatusOptimal:
-        return "optimal", bound
-    return "no solution", bound
 
 
 def _cluster_rules(pulp, prob, model, m, formulation: str, clusters: str) -> None:

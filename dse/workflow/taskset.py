@@ -1,0 +1,125 @@
+"""Target `taskset`: the schedulability campaign of seed 003 (issue 18), one job per scenario, then a report.
+
+Files under ``results/taskset/<table>/<units>/``: ``config/taskset.yaml`` (what the jobs read: the variant table,
+the campaign settings, the seed), ``campaign/<scenario>.parquet`` (one row per threshold x set x configuration)
+with ``campaign/<scenario>.json`` (settings, seed, versions, wall time, how each answer was reached), then
+``taskset.parquet`` (success ratio and mean instances per scenario x configuration x threshold), ``taskset.md``
+and ``plots/<scenario>.png``. ``dse taskset run`` runs one scenario into the same files."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dse.errors import DseError
+from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
+
+
+@dataclass(frozen=True)
+class TasksetPlan:
+    part: str                     # config/taskset.yaml
+    resolved: str                 # config.yaml
+    scenarios: tuple[str, ...]
+
+    def files(self, tdir: str) -> list[str]:
+        return [f"{tdir}/taskset.md", f"{tdir}/taskset.parquet", f"{tdir}/config.yaml"]
+
+    def campaign_files(self, tdir: str) -> list[str]:
+        return [f"{tdir}/campaign/{s}.parquet" for s in self.scenarios]
+
+
+def compose(overrides) -> tuple[str, dict, str]:
+    """(directory, the taskset node + seed, resolved config YAML) for Hydra overrides; validated, writes nothing."""
+    from omegaconf import OmegaConf
+
+    from dse.config import compose_config, split_overrides
+    from dse.taskset.campaign import from_config
+
+    cfg = compose_config(split_overrides(overrides))
+    node = OmegaConf.to_container(cfg.taskset, resolve=True)
+    scenarios = list(node.get("run_scenarios") or [node.get("scenario")])
+    for s in dict.fromkeys([node.get("scenario"), *scenarios]):
+        table, settings = from_config(node, s, int(cfg.seed))
+    node = {**node, "seed": int(cfg.seed)}
+    tdir = str(Path(cfg.results_dir) / "taskset" / table.name / settings.units)
+    return tdir, node, OmegaConf.to_yaml(cfg)
+
+
+def plan_taskset(snakemake_config: dict) -> dict[str, TasksetPlan]:
+    from omegaconf import OmegaConf
+
+    tdir, node, resolved = compose(snakemake_config.get("overrides"))
+    scenarios = tuple(node.get("run_scenarios") or [node["scenario"]])
+    return {tdir: TasksetPlan(OmegaConf.to_yaml(OmegaConf.create(node)), resolved, scenarios)}
+
+
+def _part_node(tdir: str) -> dict:
+    from omegaconf import OmegaConf
+
+    path = Path(tdir) / "config" / "taskset.yaml"
+    if not path.exists():
+        raise DseError(f"{path} is missing: plan the campaign first (snakemake writes it, rule taskset_configure)")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+
+
+def _load(tdir: str, scenario: str):
+    from dse.taskset.campaign import from_config
+
+    node = _part_node(tdir)
+    seed = int(node.pop("seed", 0))
+    return from_config(node, scenario, seed)
+
+
+def run_scenario(tdir: str, scenario: str, progress=None) -> dict:
+    """One scenario's campaign -> ``campaign/<scenario>.parquet`` + ``.json``."""
+    from dse.store.schema import versions
+    from dse.taskset.campaign import timed_campaign
+
+    table, settings = _load(tdir, scenario)
+    if progress is None:
+        step = max(1, len(settings.thresholds) * settings.sets // 20)
+
+        def progress(done, total):
+            if done % step == 0 or done == total:
+                print(f"[taskset {scenario}] {done}/{total} sets", file=sys.stderr, flush=True)
+
+    frame, facts = timed_campaign(table, settings, progress)
+    out = Path(tdir) / "campaign"
+    sc = table.scenario(scenario)
+    meta = {**facts, "settings": settings.to_dict(), "table": table.name, "scenario_label": sc.label,
+            "reference": sc.reference, "versions": versions()}
+    write_bytes_atomic(out / f"{scenario}.parquet", frame.to_parquet(index=False))
+    write_json_atomic(out / f"{scenario}.json", meta)
+    print(f"[taskset {scenario}] {facts['rows']} answers in {facts['wall_s']:.1f} s ({facts['decided_by']}; "
+          f"{facts['undecided']} undecided)", file=sys.stderr, flush=True)
+    return meta
+
+
+def report(tdir: str) -> str:
+    """Every finished scenario's summary -> ``taskset.parquet``, ``taskset.md``, ``plots/<scenario>.png``."""
+    from dse.taskset.campaign import summarize
+    from dse.taskset.report import plot_success, tables_markdown
+
+    files = (Path(tdir) / "campaign").glob("*.parquet")
+    order = _part_node(tdir).get("run_scenarios") or []           # the config's order, then the rest by name
+    files = sorted(files, key=lambda f: (order.index(f.stem) if f.stem in order else len(order), f.stem))
+    if not files:
+        raise DseError(f"no campaign results under {tdir}/campaign: run `snakemake --cores 2 taskset` first")
+    summary = pd.concat([summarize(pd.read_parquet(f)) for f in files], ignore_index=True)
+    parts = [f"# Task-set schedulability ({Path(tdir).parent.name}, {Path(tdir).name} unit model)", ""]
+    for f in files:
+        scenario = f.stem
+        meta = json.loads(f.with_suffix(".json").read_text())
+        s = meta["settings"]
+        label = f"{meta['scenario_label']}, reference {meta['reference']}"
+        plot_success(summary, scenario, Path(tdir) / "plots" / f"{scenario}.png", label)
+        parts += [tables_markdown(summary, scenario, label), f"![{scenario}](plots/{scenario}.png)", "",
+                  f"{s['sets']} sets per threshold, seed {s['seed']}, margin {s['margin']}, {meta['wall_s']:.0f} s; "
+                  f"answers by {meta['decided_by']}.", ""]
+    text = "\n".join(parts) + "\n"
+    write_bytes_atomic(Path(tdir) / "taskset.parquet", summary.to_parquet(index=False))
+    write_text_atomic(Path(tdir) / "taskset.md", text)
+    return text

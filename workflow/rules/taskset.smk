@@ -1,0 +1,81 @@
+# Task-set schedulability with per-accelerator variants (seed 003, dse/workflow/taskset.py): one campaign job per
+# scenario (independent), then the report (Tables 5-7 and Figs. 10-12 analogs).
+# `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]'.
+from dse.workflow.taskset import plan_taskset
+
+TASKSET = None
+
+
+def _tplans():
+    global TASKSET
+    if TASKSET is None:
+        try:
+            TASKSET = plan_taskset(config)
+        except DseError as exc:
+            raise WorkflowError(f"bad taskset configuration: {exc}") from None
+    return TASKSET
+
+
+def _tplan(tdir):
+    if tdir not in _tplans():
+        raise WorkflowError(f"{tdir} is not a planned taskset campaign; planned: {', '.join(_tplans())}")
+    return _tplans()[tdir]
+
+
+wildcard_constraints:
+    tdir=r"(.+/)?taskset/[^/]+/[^/]+",
+    scenario=r"[A-Za-z0-9_-]+",
+
+
+rule taskset_configure:
+    """The variant table, the campaign settings and the seed: what every campaign job reads."""
+    output:
+        "{tdir}/config/taskset.yaml",
+    params:
+        digest=lambda wc: digest(_tplan(wc.tdir).part),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _tplan(wildcards.tdir).part)
+
+
+rule taskset_resolved_config:
+    output:
+        "{tdir}/config.yaml",
+    params:
+        digest=lambda wc: digest(_tplan(wc.tdir).resolved),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _tplan(wildcards.tdir).resolved)
+
+
+rule taskset_campaign:
+    """One scenario: N sets per threshold, each decided under every configuration (bound, greedy, HiGHS)."""
+    input:
+        "{tdir}/config/taskset.yaml",
+    output:
+        "{tdir}/campaign/{scenario}.parquet",
+        "{tdir}/campaign/{scenario}.json",
+    log:
+        "{tdir}/logs/campaign-{scenario}.log",
+    shell:
+        "{DSE} taskset campaign {wildcards.tdir} --scenario {wildcards.scenario} 2> >(tee {log} >&2)"
+
+
+rule taskset_report:
+    """Success ratio and mean instances per threshold x configuration (taskset.parquet, taskset.md, plots)."""
+    input:
+        lambda wc: _tplan(wc.tdir).campaign_files(wc.tdir),
+        "{tdir}/config.yaml",
+    output:
+        "{tdir}/taskset.md",
+        "{tdir}/taskset.parquet",
+    log:
+        "{tdir}/logs/report.log",
+    shell:
+        "{DSE} taskset report {wildcards.tdir} > /dev/null 2> >(tee {log} >&2)"
+
+
+rule taskset:
+    """Target: every scenario of the taskset config (default apollo-xavier: nvdla, gpu-tc, gpu-rc)."""
+    input:
+        lambda wc: [f for tdir, plan in _tplans().items() for f in plan.files(tdir)],
