@@ -13,8 +13,8 @@ Runs the `taskset` target's job function (``dse.workflow.taskset.run_scenario``)
 - speed: 1000 sets x 16 thresholds x one scenario <= 10 min on this machine.
 The ``per_config`` unit model runs with fewer sets (``--per-config-sets``): its ILPs are harder.
 
-Run: ``python -m bench.taskset_003 [--sets 1000] [--per-config-sets 100] [--results /tmp/taskset]``; writes
-bench/results/taskset_003.json and prints the Markdown tables for BENCHMARKS.md.
+Run: ``python -m bench.taskset_003 [--sets 1000] [--per-config-sets 100] [--results /tmp/taskset-bench]``;
+writes bench/results/taskset_003.json (``--output``) and prints the Markdown tables for BENCHMARKS.md.
 """
 from __future__ import annotations
 
@@ -50,14 +50,15 @@ TEXT_RATIOS = [("gpu-tc", "TC", 1.5, 0.80, "L541: almost 80 % at 150 % with two 
 SPEED_LIMIT_S = 600.0
 
 
-def run(results: str, units: str, sets: int, scenario: str) -> tuple[str, dict]:
+def run(results: str, units: str, sets: int, scenario: str, thresholds=None) -> tuple[str, dict]:
     from dse.store.atomic import write_text_atomic
     from dse.workflow import taskset
 
     from omegaconf import OmegaConf
 
+    extra = [f"taskset.thresholds=[{','.join(str(t) for t in thresholds)}]"] if thresholds else []
     tdir, node, resolved = taskset.compose([f"results_dir={results}", f"taskset.units={units}",
-                                            f"taskset.sets={sets}"])
+                                            f"taskset.sets={sets}", *extra])
     part = Path(tdir) / "config" / "taskset.yaml"
     text = OmegaConf.to_yaml(OmegaConf.create(node))
     done = Path(tdir) / "campaign" / f"{scenario}.json"
@@ -146,17 +147,19 @@ def main(argv=None) -> int:
     ap.add_argument("--per-config-sets", type=int, default=100)
     ap.add_argument("--results", default="/tmp/taskset-bench")
     ap.add_argument("--skip-per-config", action="store_true")
+    ap.add_argument("--thresholds", type=float, nargs="+", help="default: the config's 1.0-4.0")
+    ap.add_argument("--output", default=str(OUT))
     args = ap.parse_args(argv)
     from bench.machine import write_result
 
     t0 = time.time()
-    jobs = [(args.results, "physical", args.sets, s) for s in SCENARIOS]
+    jobs = [(args.results, "physical", args.sets, s, args.thresholds) for s in SCENARIOS]
     if not args.skip_per_config:
-        jobs += [(args.results, "per_config", args.per_config_sets, s) for s in ("nvdla", "gpu-tc")]
+        jobs += [(args.results, "per_config", args.per_config_sets, s, args.thresholds) for s in ("nvdla", "gpu-tc")]
     with ProcessPoolExecutor(2) as pool:
         done = list(pool.map(_run, jobs))
     metas = {}
-    for (results, units, sets, sc), (tdir, meta) in zip(jobs, done):
+    for (results, units, sets, sc, _), (tdir, meta) in zip(jobs, done):
         metas.setdefault(units, {})[sc] = {**meta, "tdir": tdir}
     extra = _tc_at_15(args.sets)
     report = {"physical": check(args.results, "physical", metas["physical"], extra)}
@@ -164,7 +167,7 @@ def main(argv=None) -> int:
         report["per_config"] = check(args.results, "per_config", metas["per_config"], None)
     report["tc_at_1.5_physical"] = extra
     report["wall_s"] = round(time.time() - t0, 1)
-    write_result(OUT, report)
+    write_result(args.output, report)
     for units in ("physical", "per_config"):
         if units in report:
             print(markdown(report[units]))

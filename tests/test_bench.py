@@ -94,3 +94,16 @@ def test_dataflow_ch5_tiny(tmp_path):
     # tiny GA budgets: whether Entire-GA is best is a bench result, not a property
     assert isinstance(res["entire_best"], bool) and res["speedup_own"] > 0
     assert res["pareto_sizes"]["yolov2-tiny"]["pareto"] > 0 and set(res["heuristic_gap"]) == {"30.0", "60.0"}
+
+
+def test_taskset_003_tiny(tmp_path):
+    from bench import taskset_003
+
+    out = tmp_path / "taskset.json"
+    assert taskset_003.main(["--sets", "3", "--per-config-sets", "2", "--thresholds", "1.0", "1.6",
+                             "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert set(res["physical"]["scenarios"]) == {"nvdla", "gpu-tc", "gpu-rc"} and "per_config" in res
+    tc = res["physical"]["scenarios"]["gpu-tc"]
+    assert tc["ordered"] and {t["threshold"] for t in tc["text_ratios"]} == {1.5, 1.6}
+    assert all(c["paper"] is None or c["paper"] > 0 for c in tc["counts"]) and "machine" in res

@@ -4,8 +4,8 @@ enabled option and one placement of it on the units; every unit's summed time mu
 ``schedule`` solves the paper's 0/1 program (minimize the cumulative utilization sum U*B) with PuLP + HiGHS.
 ``decide`` answers only "schedulable?" (all the campaign needs; the paper: "we are not interested in finding an
 optimal solution, but only in proving or disproving the task set schedulability") and tries two cheap exact
-arguments before the ILP: an area bound that no schedule can beat (infeasible) and two greedy packings (a found
-packing is a schedule). The ILP then runs as a feasibility problem (it stops at its first solution)."""
+arguments before the ILP: a weighted-area bound that no schedule can beat (infeasible) and a few greedy packings
+(a found packing is a schedule). The ILP then runs as a feasibility problem (it stops at its first solution)."""
 from __future__ import annotations
 
 import warnings
