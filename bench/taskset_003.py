@@ -50,28 +50,33 @@ TEXT_RATIOS = [("gpu-tc", "TC", 1.5, 0.80, "L541: almost 80 % at 150 % with two 
 SPEED_LIMIT_S = 600.0
 
 
-def run(results: str, units: str, sets: int, scenario: str, thresholds=None) -> tuple[str, dict]:
-    from dse.store.atomic import write_text_atomic
+def prepare(results: str, units: str, sets: int, thresholds=None) -> str:
+    """The campaign directory of one unit model, its config written; finished campaigns of an older config are
+    removed (done once, before the campaigns run in parallel)."""
     from dse.workflow import taskset
 
-    from omegaconf import OmegaConf
-
     extra = [f"taskset.thresholds=[{','.join(str(t) for t in thresholds)}]"] if thresholds else []
-    tdir, node, resolved = taskset.compose([f"results_dir={results}", f"taskset.units={units}",
-                                            f"taskset.sets={sets}", *extra])
-    part = Path(tdir) / "config" / "taskset.yaml"
-    text = OmegaConf.to_yaml(OmegaConf.create(node))
+    tdir, _, changed = taskset.prepare([f"results_dir={results}", f"taskset.units={units}", f"taskset.sets={sets}",
+                                        *extra])
+    if changed:
+        for stale in (Path(tdir) / "campaign").glob("*"):
+            stale.unlink()
+    return tdir
+
+
+def run(tdir: str, scenario: str) -> dict:
+    """One campaign through the target's job function; a finished one is reused."""
+    from dse.workflow import taskset
+
     done = Path(tdir) / "campaign" / f"{scenario}.json"
-    if done.exists() and part.exists() and part.read_text() == text:
-        return tdir, json.loads(done.read_text())
-    if not part.exists() or part.read_text() != text:
-        write_text_atomic(part, text)
-    write_text_atomic(Path(tdir) / "config.yaml", resolved)
-    return tdir, taskset.run_scenario(tdir, scenario, progress=lambda *_: None)
+    if done.exists():
+        return json.loads(done.read_text())
+    return taskset.run_scenario(tdir, scenario, progress=lambda *_: None)
 
 
-def _run(args):
-    return run(*args)
+def _run(job):
+    _, tdir, scenario = job
+    return run(tdir, scenario)
 
 
 def last_nonzero(ratio, column) -> float | None:
@@ -153,13 +158,15 @@ def main(argv=None) -> int:
     from bench.machine import write_result
 
     t0 = time.time()
-    jobs = [(args.results, "physical", args.sets, s, args.thresholds) for s in SCENARIOS]
+    groups = [("physical", args.sets, SCENARIOS)]
     if not args.skip_per_config:
-        jobs += [(args.results, "per_config", args.per_config_sets, s, args.thresholds) for s in ("nvdla", "gpu-tc")]
+        groups.append(("per_config", args.per_config_sets, ("nvdla", "gpu-tc")))
+    tdirs = {units: prepare(args.results, units, sets, args.thresholds) for units, sets, _ in groups}
+    jobs = [(units, tdirs[units], sc) for units, _, scs in groups for sc in scs]
     with ProcessPoolExecutor(2) as pool:
         done = list(pool.map(_run, jobs))
     metas = {}
-    for (results, units, sets, sc, _), (tdir, meta) in zip(jobs, done):
+    for (units, tdir, sc), meta in zip(jobs, done):
         metas.setdefault(units, {})[sc] = {**meta, "tdir": tdir}
     extra = _tc_at_15(args.sets)
     report = {"physical": check(args.results, "physical", metas["physical"], extra)}

@@ -49,15 +49,7 @@ def _run(args) -> int:
         else:
             print(wf.report(pairs[0]))
         return 0
-    from pathlib import Path
-
-    from dse.store.atomic import write_text_atomic
-
-    tdir, node, resolved = wf.compose(hydra_overrides(pairs))
-    from omegaconf import OmegaConf
-
-    write_text_atomic(Path(tdir) / "config" / "taskset.yaml", OmegaConf.to_yaml(OmegaConf.create(node)))
-    write_text_atomic(Path(tdir) / "config.yaml", resolved)
+    tdir, node, _ = wf.prepare(hydra_overrides(pairs))
     _with_progress(lambda progress: wf.run_scenario(tdir, node["scenario"], progress))
     print(wf.report(tdir))
     print(f"wrote {tdir}/campaign/{node['scenario']}.parquet, {tdir}/taskset.md, {tdir}/plots/")

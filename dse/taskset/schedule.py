@@ -8,6 +8,7 @@ arguments before the ILP: a weighted-area bound that no schedule can beat (infea
 (a found packing is a schedule). The ILP then runs as a feasibility problem (it stops at its first solution)."""
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass, field
 
@@ -63,6 +64,12 @@ class Scheduler:
         return task, place, t_of[task, place]
 
     # ---- exact shortcuts -----------------------------------------------------------------------------------
+    def _some_task_never_fits(self, n: int, task, t) -> bool:
+        """A task without an enabled variant that fits the frame: no schedule at all."""
+        fits = np.zeros(n, bool)
+        fits[task[t <= self.frame + EPS]] = True
+        return not fits.all()
+
     def _weighted_work(self, n: int, task, place, t):
         """For each weight vector w of the grid (unit weights >= 0, equal within a unit family: the DLAs, the
         GPU halves, the CPU pairs): every column's weighted work t_c * w(units of c), and by LP duality the
@@ -111,9 +118,7 @@ class Scheduler:
         task, place, t = self.columns(times, enabled)
         if n == 0:
             return Schedule(True, "bound", "empty", assignment=[])
-        fits = np.zeros(n, bool)
-        fits[task[t <= self.frame + EPS]] = True
-        if not fits.all():
+        if self._some_task_never_fits(n, task, t):
             return Schedule(False, "bound", "infeasible")
         cost, tightness = self._weighted_work(n, task, place, t)
         if (tightness > 1 + 1e-9).any():
@@ -127,7 +132,7 @@ class Scheduler:
         """The paper's program: a schedule minimizing the cumulative utilization, or infeasible."""
         n = len(times)
         task, place, t = self.columns(times, enabled)
-        if n and not np.isin(np.arange(n), task).all():
+        if self._some_task_never_fits(n, task, t):
             return Schedule(False, "bound", "infeasible")
         return self._ilp(n, task, place, t, objective=True)
 
@@ -179,8 +184,6 @@ class Scheduler:
 def _family_weights(units: tuple[str, ...], steps: int = 10) -> np.ndarray:
     """Weight vectors over the units, equal within a family (units named by the same letter), from a grid with
     the largest family weight 1: (grid points, units)."""
-    import itertools
-
     families = sorted({u[0] for u in units})
     grid = np.linspace(0.0, 1.0, steps + 1)
     rows = [w for w in itertools.product(grid, repeat=len(families)) if max(w) == 1.0]

@@ -40,12 +40,27 @@ def compose(overrides) -> tuple[str, dict, str]:
 
     cfg = compose_config(split_overrides(overrides))
     node = OmegaConf.to_container(cfg.taskset, resolve=True)
-    scenarios = list(node.get("run_scenarios") or [node.get("scenario")])
-    for s in dict.fromkeys([node.get("scenario"), *scenarios]):
-        table, settings = from_config(node, s, int(cfg.seed))
+    table, settings = from_config(node, None, int(cfg.seed))
+    for s in node.get("run_scenarios") or []:
+        table.scenario(s)
     node = {**node, "seed": int(cfg.seed)}
     tdir = str(Path(cfg.results_dir) / "taskset" / table.name / settings.units)
     return tdir, node, OmegaConf.to_yaml(cfg)
+
+
+def prepare(overrides) -> tuple[str, dict, bool]:
+    """``compose`` and write the campaign directory's config (the part only when it changed, so finished
+    campaigns of the same config stay valid): what ``dse taskset run`` and the bench do instead of Snakemake's
+    configure rules. Returns (directory, the taskset node + seed, whether the part changed)."""
+    from omegaconf import OmegaConf
+
+    tdir, node, resolved = compose(overrides)
+    part, text = Path(tdir) / "config" / "taskset.yaml", OmegaConf.to_yaml(OmegaConf.create(node))
+    changed = not part.exists() or part.read_text() != text
+    if changed:
+        write_text_atomic(part, text)
+    write_text_atomic(Path(tdir) / "config.yaml", resolved)
+    return tdir, node, changed
 
 
 def plan_taskset(snakemake_config: dict) -> dict[str, TasksetPlan]:
