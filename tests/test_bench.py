@@ -96,6 +96,19 @@ def test_dataflow_ch5_tiny(tmp_path):
     assert res["pareto_sizes"]["yolov2-tiny"]["pareto"] > 0 and set(res["heuristic_gap"]) == {"30.0", "60.0"}
 
 
+def test_taskset_measured_tiny(tmp_path):
+    from bench import taskset_measured
+
+    out = tmp_path / "measured.json"
+    assert taskset_measured.main(["--sets", "2", "--results", str(tmp_path / "res"), "--output", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert set(res["physical"]["scenarios"]) == {"nvdla", "gpu-tc", "gpu-rc"}
+    shapes = {v["ratio"]: v for v in res["variants"]}
+    assert set(shapes["dla2/dla1"]["ours"]) == {"yolov4", "yolov4-csp", "yolov3", "yolov2", "mobilenet-v2",
+                                                "squeezenet"}
+    assert shapes["CPU variants"]["met"] and isinstance(shapes["tc8/rc8 big"]["met"], bool)
+
+
 def test_taskset_003_tiny(tmp_path):
     from bench import taskset_003
 

@@ -173,11 +173,23 @@ def test_sim_measures_gpu_dla_mappings_with_noise(xavier, tmp_path):
 
 
 def test_sim_cpu_kinds_need_a_cpu_cost_model(xavier, detector):
-    """CPU kinds are costed by dse.backends.sim.cpu_cost from the board's cpu.clusters: the Xavier profile has none
-    (refused, naming the missing key); galaxy-s9-sim has them (measured, the CPU groups busy)."""
+    """CPU kinds are costed by dse.backends.sim.cpu_cost from the board's cpu.clusters and cost.cpu: a board
+    without them is refused, naming the missing key; the Xavier's Carmel cores run fp32/fp16 (int8 is refused,
+    naming the precisions); galaxy-s9-sim's big cluster is measured, the CPU groups busy."""
+    import yaml
+
+    from dse.config import config_dir
+
     backend, graph, base = xavier
-    m = backend.measure(LayerMapping("4-4", [i % 3 for i in range(graph.n)],
-                                     accelerators=("gpu",)).to_configuration(base))
+    mapping = LayerMapping("4-4", [i % 3 for i in range(graph.n)], accelerators=("gpu",))
+    m = backend.measure(mapping.to_configuration(base))
+    assert m.status == "refused" and "CPU precision" in m.reason and "fp16, fp32" in m.reason, m.reason
+    m = backend.measure(mapping.to_configuration(base.with_(precision="fp16")))
+    assert m.ok and m.util["CPU0-3"] > 0 and m.util["CPU4-7"] > 0, m.reason
+    bare = yaml.safe_load((config_dir() / "platform" / "xavier-agx-sim.yaml").read_text())
+    del bare["cpu"]["clusters"], bare["cost"]["cpu"]
+    plain = SimBackend(bare, detector, MeasureSettings(input_size=SIZE, seed=0))
+    m = plain.measure(mapping.to_configuration(base))
     assert m.status == "refused" and "cpu.clusters" in m.reason, m.reason
     s9 = SimBackend("galaxy-s9-sim", detector, MeasureSettings(input_size=SIZE, seed=0))
     g = s9.layermap.graph("fp32")

@@ -64,7 +64,12 @@ def test_boards_load_with_their_seed_facts(s9, hikey):
 
 def test_pipeline_boards_are_unchanged_and_get_the_defaults():
     x = load_platform("xavier-agx-sim")
-    assert x.purpose == "pipeline" and x.cpu_clusters == () and x.cost.cpu == {} and x.limits.cpu_util_max == 1.0
+    assert x.purpose == "pipeline" and x.limits.cpu_util_max == 1.0
+    # its Carmel cores (seed 003's CPU variants) are one cluster at the pipeline DSE's CPU clock
+    assert x.big_cluster.core_type == "Carmel" and len(x.big_cluster.cores) == 8 and set(x.cost.cpu) == {"Carmel"}
+    assert x.cpu_freq_mhz_at(4) == max(x.cpu_freq_mhz)
+    orin = load_platform("orin-agx-sim")
+    assert orin.cpu_clusters == () and orin.cost.cpu == {}
     assert (x.comm.model, x.comm.fixed_us, x.comm.bandwidth_gbs) == ("linear", 45.0, 14.0)   # its reformat terms
     assert "comm" not in x.raw and "purpose" not in x.raw
 

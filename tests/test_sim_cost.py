@@ -98,3 +98,20 @@ def test_works_from_a_frame_without_tensor_names(xavier, y4t):
     full = model(xavier, frame_of(y4t))
     assert cm.table.fused.sum() > 0
     assert cm.whole_network_us("gpu", "int8") == pytest.approx(full.whole_network_us("gpu", "int8"), rel=0.1)
+
+
+def test_sm_fraction_slows_only_layers_that_fill_more_than_the_share(xavier, y4t):
+    table = layer_table(frame_of(y4t))
+    full, half = CostModel(xavier, table), CostModel(xavier, table, sm_fraction=0.5)
+    g = xavier.cost.gpu
+    a, b = full.per_layer("gpu", "fp32", 1).t, half.per_layer("gpu", "fp32", 1).t
+    occ = np.clip(table.out_elems / g.saturation_elems, g.min_occupancy, 1.0)
+    heavy = np.flatnonzero((occ >= 1.0) & (np.array(table.kind) == "conv") & ~table.fused)
+    light = np.flatnonzero(occ <= 0.5)
+    assert len(heavy) and len(light)
+    assert np.all(b[light] == a[light])                 # a small layer fits on 4 SMs at full speed
+    assert np.all(b[heavy] > a[heavy] * 1.3)            # a saturating convolution (compute-bound) slows
+    assert np.all(b <= 2 * a + 1e-9)                    # never more than 1/sm_fraction (bandwidth is shared)
+    assert half.per_layer("dla", "fp16", 1).t.tolist() == full.per_layer("dla", "fp16", 1).t.tolist()
+    with pytest.raises(ValueError, match="sm_fraction"):
+        CostModel(xavier, table, sm_fraction=0.0)

@@ -194,3 +194,98 @@ def test_taskset_target_runs_every_scenario_and_reruns_nothing(tmp_path):
     assert jobs.count("taskset_campaign") == 3
     bad = snakemake(wd, "taskset", "-n", "--config", "overrides=[taskset.units=shared]", check=False)
     assert bad.returncode != 0 and "shared" in bad.stdout + bad.stderr
+
+
+# -- variants measured by the evaluator (dse.taskset.measured) ---------------------------------------------------
+
+SMALL = ("squeezenet", "yolov2-tiny")
+
+
+@pytest.fixture(scope="module")
+def measured():
+    from dse.taskset.measured import MeasureSpec, measure_variants
+
+    return measure_variants(MeasureSpec(networks=SMALL), frame_ms=100.0)
+
+
+def test_measured_variants_have_the_seeds_shapes(measured):
+    variants, rows = measured
+    ms = rows.set_index(["type", "option"]).ms
+    for net in SMALL:
+        t = ms[net]
+        assert t["rc4"] >= t["rc8"] and t["tc4"] >= t["tc8"]      # fewer SMs, never faster
+        assert t["tc8"] < t["rc8"]                                 # Tensor cores (fp16) beat CUDA cores (fp32)
+        assert t["cpu2"] > t["cpu4"] > t["cpu6"]
+        assert t["dla1"] / 2 < t["dla2"] < t["dla1"]               # two cores at once: faster, not twice
+    assert ms["yolov2-tiny", "rc4"] / ms["yolov2-tiny", "rc8"] > ms["squeezenet", "rc4"] / ms["squeezenet", "rc8"]
+    split = rows[rows.option == "dla2"].iloc[0]
+    assert split.stage1_us <= split.us and split.stage2_us <= split.us and max(split.stage1_us, split.stage2_us) == split.us
+    # Table 4's form: [0.85, 1.15] x the time; an option over the frame is no variant ("x")
+    lo, hi = variants["squeezenet"]["tc8"]
+    assert lo == pytest.approx(0.85 * ms["squeezenet", "tc8"], abs=1e-3)
+    assert hi == pytest.approx(1.15 * ms["squeezenet", "tc8"], abs=1e-3)
+    dropped = rows[~rows.kept]
+    assert (dropped.u_max > 100).all() and "cpu2" not in variants["yolov2-tiny"]
+    table = VariantTable.from_dict({"name": "m", "unit": "ms", "frame": 100, "variants": variants,
+                                    "scenarios": load_table("apollo-xavier").to_dict()["scenarios"]})
+    assert table.types == SMALL
+
+
+def test_measured_cpu_variants_run_onnx_runtime_with_k_threads():
+    from dse.runtime.cpu_groups import usable_cores
+    from dse.taskset.measured import MeasureSpec, measure_variants
+
+    _, rows = measure_variants(MeasureSpec(networks=("squeezenet",), cpu="ort", repeats=3), frame_ms=1000.0)
+    cpu = rows[rows.option.str.startswith("cpu")]
+    assert set(cpu.source) == {"ort"} and (cpu.ms > 0).all()
+    assert sorted(cpu.option) == [f"cpu{k}" for k in (2, 4, 6) if k <= len(usable_cores())]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"networks": ["yolo9"]}, "unknown benchmark 'yolo9'"),
+    ({"networks": []}, "networks is empty"),
+    ({"cpu": "gpu"}, "cpu 'gpu'; valid choices: sim, ort"),
+    ({"tc_precision": "fp32"}, "tc_precision 'fp32'; valid choices: fp16, int8"),
+    ({"dla_precision": "fp32"}, "dla_precision 'fp32' on xavier-agx-sim; valid choices: fp16, int8"),
+    ({"cpu_cores": [3]}, "cpu_cores 3"),
+    ({"sm_fraction": 1.5}, "sm_fraction must be in"),
+    ({"colour": 1}, "unknown key 'colour' in taskset.measure"),
+])
+def test_bad_measure_specs_name_the_value(change, message):
+    from dse.taskset.measured import MeasureSpec
+
+    with pytest.raises(TasksetError, match=message):
+        MeasureSpec.from_dict({"networks": ["squeezenet"], **change})
+
+
+def test_measured_network_without_a_variant_fails():
+    from dse.taskset.measured import MeasureSpec, measure_variants
+
+    with pytest.raises(TasksetError, match="yolov2-tiny has no runnable variant"):
+        measure_variants(MeasureSpec(networks=("yolov2-tiny",)), frame_ms=0.5)
+
+
+def test_measured_table_through_snakemake(tmp_path):
+    wd = _workdir(tmp_path)
+    base = ("taskset=zoo-xavier,taskset.measure.networks=[squeezenet,mobilenet-v2],taskset.sets=2,"
+            "taskset.thresholds=[1.0,1.6],taskset.run_scenarios=[gpu-tc,nvdla]")
+    jobs = _jobs(snakemake(wd, "taskset", "--config", f"overrides=[{base}]"))
+    assert jobs.count("taskset_variants") == 1 and jobs.count("taskset_campaign") == 2
+    tdir = wd / "results" / "taskset" / "zoo-xavier" / "physical"
+    text = (tdir / "taskset.md").read_text()
+    assert "Measured variants" in text and "| squeezenet |" in text
+    assert set(pd.read_parquet(tdir / "variants.parquet").type) == {"squeezenet", "mobilenet-v2"}
+    assert _jobs(snakemake(wd, "taskset", "-n", "--config", f"overrides=[{base}]")) == []
+    jobs = _jobs(snakemake(wd, "taskset", "-n", "--config", f"overrides=[{base},taskset.measure.spread=0.1]"))
+    assert jobs.count("taskset_variants") == 1 and jobs.count("taskset_campaign") == 2
+    bad = snakemake(wd, "taskset", "-n", "--config", f"overrides=[{base},taskset.measure.cpu=npu]", check=False)
+    assert bad.returncode != 0 and "npu" in bad.stdout + bad.stderr
+
+
+def test_cli_measures_a_measured_table_once(tmp_path):
+    args = ["taskset", "run", "table=zoo-xavier", "taskset.measure.networks=[squeezenet]", "scenario=gpu-rc",
+            "sets=2", "thresholds=[1.0]", f"results_dir={tmp_path}"]
+    assert main(args) == 0
+    variants = tmp_path / "taskset" / "zoo-xavier" / "physical" / "variants.yaml"
+    stamp = variants.stat().st_mtime_ns
+    assert main(args) == 0 and variants.stat().st_mtime_ns == stamp

@@ -296,7 +296,7 @@ class ProfileTable:
             raise LayerMapError(f"repeats must be >= 1 and warmup >= 0, got {repeats}, {warmup}")
         if not 0 < fastest <= 1:
             raise LayerMapError(f"fastest (the share of runs kept) must be in (0, 1], got {fastest!r}")
-        inputs = _random_inputs(onnx_model, seed)
+        inputs = random_inputs(onnx_model, seed)
         if method == "task":
             target, subject = _profile_on_cores, task_models(onnx_model, graph)
         else:
@@ -439,7 +439,8 @@ def task_models(model, graph: TaskGraph) -> list:
     return out
 
 
-def _random_inputs(model, seed: int) -> dict:
+def random_inputs(model, seed: int) -> dict:
+    """Seeded uniform [0, 1) feeds for every non-initializer input of an ONNX model (dynamic dims = 1)."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
     rng = np.random.default_rng(seed)

@@ -31,6 +31,28 @@ def pin_current_thread(cores: Optional[Sequence[int]]) -> bool:
         return False
 
 
+def run_pinned(cores: Optional[Sequence[int]], job, name: str = "pinned"):
+    """``job()`` on a new thread pinned to ``cores`` (threads it creates, e.g. ONNX Runtime's intra-op pool,
+    inherit the mask); returns its result or re-raises its exception on the caller's thread."""
+    import threading
+
+    box: dict = {}
+
+    def target():
+        try:
+            pin_current_thread(cores)
+            box["result"] = job()
+        except BaseException as exc:  # re-raised on the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=name, daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 class ThreadedContext:
     """A context that runs a blocking ``run(inputs) -> outputs`` on its own (optionally pinned) thread.
 

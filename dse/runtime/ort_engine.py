@@ -9,12 +9,11 @@ sharing one engine.
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Sequence
 
 from dse.runtime.cpu_groups import core_group_name
-from dse.runtime.engine import ThreadedContext, pin_current_thread
+from dse.runtime.engine import ThreadedContext, run_pinned
 
 
 def make_session_options(threads: int, spinning: bool = False):
@@ -43,24 +42,14 @@ class OrtStageEngine:
             data = model.SerializeToString()
         elif isinstance(model, Path):
             data = str(model)
-        box: dict = {}
 
         def create():
-            pin_current_thread(self.cores)
-            try:
-                import onnxruntime as ort
+            import onnxruntime as ort
 
-                box["session"] = ort.InferenceSession(data, make_session_options(len(self.cores), spinning),
-                                                      providers=["CPUExecutionProvider"])
-            except BaseException as exc:  # re-raised on the caller's thread
-                box["error"] = exc
+            return ort.InferenceSession(data, make_session_options(len(self.cores), spinning),
+                                        providers=["CPUExecutionProvider"])
 
-        t = threading.Thread(target=create, name=f"ort-init-{self.pe}", daemon=True)
-        t.start()
-        t.join()
-        if "error" in box:
-            raise box["error"]
-        self.session = box["session"]
+        self.session = run_pinned(self.cores, create, f"ort-init-{self.pe}")
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
 

@@ -56,15 +56,27 @@ class CampaignSettings:
 
 
 CAMPAIGN_KEYS = ("sets", "thresholds", "units", "margin", "solver", "time_limit_s")
-TABLE_KEYS = ("name", "unit", "frame", "variants", "scenarios", "scenario", "run_scenarios", *CAMPAIGN_KEYS)
+TABLE_KEYS = ("name", "unit", "frame", "variants", "measure", "scenarios", "scenario", "run_scenarios",
+              *CAMPAIGN_KEYS)
 
 
-def from_config(node: dict, scenario: str | None = None, seed: int = 0) -> tuple[VariantTable, CampaignSettings]:
-    """The variant table and one scenario's campaign settings from a ``config/taskset/*.yaml`` node."""
+def from_config(node: dict, scenario: str | None = None, seed: int = 0,
+                measured: dict | None = None) -> tuple[VariantTable, CampaignSettings]:
+    """The variant table and one scenario's campaign settings from a ``config/taskset/*.yaml`` node. A node with
+    ``measure`` instead of ``variants`` gets its times from ``measured`` (the ``variants.yaml`` a job wrote:
+    unit, frame, variants); without them the table holds no times, for checking a plan."""
     unknown = sorted(set(node) - set(TABLE_KEYS))
     if unknown:
         raise TasksetError(f"unknown key {unknown[0]!r} in taskset; valid keys: {', '.join(TABLE_KEYS)}")
-    table = VariantTable.from_dict(node)
+    if node.get("measure") is not None:
+        from dse.taskset.measured import MeasureSpec
+
+        if node.get("variants"):
+            raise TasksetError(f"taskset {node.get('name')}: give either variants (a table) or measure, not both")
+        MeasureSpec.from_dict(node["measure"])
+        table = VariantTable.from_dict({**node, **(measured or {})}, measured_later=measured is None)
+    else:
+        table = VariantTable.from_dict(node)
     kwargs = {k: node[k] for k in CAMPAIGN_KEYS if node.get(k) is not None}
     if "thresholds" in kwargs:
         kwargs["thresholds"] = tuple(kwargs["thresholds"])

@@ -52,3 +52,17 @@ def plot_success(summary: pd.DataFrame, scenario: str, out: str | Path, label: s
     ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, out)
+
+
+def variants_markdown(rows: pd.DataFrame) -> str:
+    """The measured variant table (``dse.taskset.measured``): ms per network x option, "x" where dropped (over
+    the frame), like the seed's Table 4."""
+    options = list(dict.fromkeys(rows.option))
+    lines = ["### Measured variants (ms; x = over the frame, not a variant)", "",
+             "| task type | " + " | ".join(options) + " |", "|---|" + "---|" * len(options)]
+    for network, sub in rows.groupby("type", sort=False):
+        cell = {r.option: (f"{r.ms:.2f}" if r.kept else "x") for r in sub.itertuples()}
+        lines.append(f"| {network} | " + " | ".join(cell.get(o, "-") for o in options) + " |")
+    sources = ", ".join(f"{o}: {s}" for o, s in rows.groupby("option", sort=False).source.first().items())
+    return "\n".join(lines + ["", f"Sources: {sources}.", ""])
+

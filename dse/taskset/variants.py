@@ -2,7 +2,7 @@
 scenarios that compare sets of enabled options against a reference option.
 
 A table comes from a YAML file or config (``config/taskset/apollo-xavier.yaml`` holds the paper's Table 4) or
-from the project's own evaluator (``dse.taskset.measured``). Times are kept in ms; a NaN cell means the type has
+from the project's own evaluator (``dse.taskset.measured``, a ``measure`` node instead of ``variants``). Times are kept in ms; a NaN cell means the type has
 no variant for that option (Table 4's "x" and "-")."""
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ class VariantTable:
         return {"name": self.name, "unit": "ms", "frame": self.frame_ms, "variants": variants, "scenarios": scenarios}
 
     @classmethod
-    def from_dict(cls, d: dict) -> VariantTable:
+    def from_dict(cls, d: dict, measured_later: bool = False) -> VariantTable:
+        """``measured_later``: the times come from a job (``dse.taskset.measured``); check the rest, hold none."""
         name = str(d.get("name", "variants"))
         unit = d.get("unit")
         if unit not in TIME_UNITS:
@@ -65,6 +66,9 @@ class VariantTable:
         scale = TIME_UNITS[unit]
         frame = _positive(d.get("frame"), f"variant table {name}: frame") * scale
         variants = d.get("variants") or {}
+        if measured_later and not variants:
+            scenarios = {str(k): _scenario(str(k), v or {}) for k, v in (d.get("scenarios") or {}).items()}
+            return cls(name, frame, (), np.empty((0, len(OPTIONS))), np.empty((0, len(OPTIONS))), scenarios)
         if not isinstance(variants, dict) or not variants:
             raise TasksetError(f"variant table {name}: 'variants' must map task types to {{option: [U_min, U_max]}}")
         types = tuple(str(t) for t in variants)

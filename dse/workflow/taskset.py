@@ -4,11 +4,15 @@ Files under ``results/taskset/<table>/<units>/``: ``config/taskset.yaml`` (what 
 the campaign settings, the seed), ``campaign/<scenario>.parquet`` (one row per threshold x set x configuration)
 with ``campaign/<scenario>.json`` (settings, seed, versions, wall time, how each answer was reached), then
 ``taskset.parquet`` (success ratio and mean instances per scenario x configuration x threshold), ``taskset.md``
-and ``plots/<scenario>.png``. ``dse taskset run`` runs one scenario into the same files."""
+and ``plots/<scenario>.png``. A table with ``measure`` instead of ``variants`` (``config/taskset/zoo-xavier.yaml``)
+is measured first, by a job of its own: ``variants.yaml`` (what the campaigns read) and ``variants.parquet`` (every
+network x option, with how it was obtained and whether it is kept). ``dse taskset run`` runs one scenario into the
+same files."""
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,12 +27,16 @@ class TasksetPlan:
     part: str                     # config/taskset.yaml
     resolved: str                 # config.yaml
     scenarios: tuple[str, ...]
+    measured: bool = False        # the times come from the variants job
 
     def files(self, tdir: str) -> list[str]:
         return [f"{tdir}/taskset.md", f"{tdir}/taskset.parquet", f"{tdir}/config.yaml"]
 
     def campaign_files(self, tdir: str) -> list[str]:
         return [f"{tdir}/campaign/{s}.parquet" for s in self.scenarios]
+
+    def campaign_inputs(self, tdir: str) -> list[str]:
+        return [f"{tdir}/config/taskset.yaml", *([f"{tdir}/variants.yaml"] if self.measured else [])]
 
 
 def compose(overrides) -> tuple[str, dict, str]:
@@ -68,7 +76,8 @@ def plan_taskset(snakemake_config: dict) -> dict[str, TasksetPlan]:
 
     tdir, node, resolved = compose(snakemake_config.get("overrides"))
     scenarios = tuple(node.get("run_scenarios") or [node["scenario"]])
-    return {tdir: TasksetPlan(OmegaConf.to_yaml(OmegaConf.create(node)), resolved, scenarios)}
+    return {tdir: TasksetPlan(OmegaConf.to_yaml(OmegaConf.create(node)), resolved, scenarios,
+                              node.get("measure") is not None)}
 
 
 def _part_node(tdir: str) -> dict:
@@ -80,12 +89,47 @@ def _part_node(tdir: str) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
 
 
+def _measured(tdir: str, node: dict) -> dict | None:
+    """The measured times (``variants.yaml``) of a ``measure`` table, None for a table with its own."""
+    if node.get("measure") is None:
+        return None
+    import yaml
+
+    path = Path(tdir) / "variants.yaml"
+    if not path.exists():
+        raise DseError(f"{path} is missing: measure the variants first (`dse taskset variants {tdir}`)")
+    return yaml.safe_load(path.read_text())
+
+
 def _load(tdir: str, scenario: str):
     from dse.taskset.campaign import from_config
 
     node = _part_node(tdir)
     seed = int(node.pop("seed", 0))
-    return from_config(node, scenario, seed)
+    return from_config(node, scenario, seed, _measured(tdir, node))
+
+
+def measure(tdir: str, progress=None) -> pd.DataFrame:
+    """The variants of a ``measure`` table -> ``variants.yaml`` (unit, frame, variants) + ``variants.parquet``."""
+    import yaml
+
+    from dse.store.schema import versions
+    from dse.taskset.measured import MeasureSpec, measure_variants
+    from dse.taskset.variants import TIME_UNITS
+
+    node = _part_node(tdir)
+    if node.get("measure") is None:
+        raise DseError(f"the taskset table under {tdir} has its own variants; nothing to measure")
+    spec = MeasureSpec.from_dict(node["measure"])
+    frame_ms = float(node["frame"]) * TIME_UNITS[node["unit"]]
+    t0 = time.perf_counter()
+    variants, rows = measure_variants(spec, frame_ms, progress)
+    doc = {"unit": "ms", "frame": frame_ms, "variants": variants}
+    head = (f"# Measured by dse.taskset.measured in {time.perf_counter() - t0:.1f} s: {json.dumps(spec.to_dict())}\n"
+            f"# versions: {json.dumps(versions())}\n")
+    write_bytes_atomic(Path(tdir) / "variants.parquet", rows.to_parquet(index=False))
+    write_text_atomic(Path(tdir) / "variants.yaml", head + yaml.safe_dump(doc, sort_keys=False))
+    return rows
 
 
 def run_scenario(tdir: str, scenario: str, progress=None) -> dict:
@@ -116,7 +160,7 @@ def run_scenario(tdir: str, scenario: str, progress=None) -> dict:
 def report(tdir: str) -> str:
     """Every finished scenario's summary -> ``taskset.parquet``, ``taskset.md``, ``plots/<scenario>.png``."""
     from dse.taskset.campaign import summarize
-    from dse.taskset.report import plot_success, tables_markdown
+    from dse.taskset.report import plot_success, tables_markdown, variants_markdown
 
     files = (Path(tdir) / "campaign").glob("*.parquet")
     order = _part_node(tdir).get("run_scenarios") or []           # the config's order, then the rest by name
@@ -125,6 +169,8 @@ def report(tdir: str) -> str:
         raise DseError(f"no campaign results under {tdir}/campaign: run `snakemake --cores 2 taskset` first")
     summary = pd.concat([summarize(pd.read_parquet(f)) for f in files], ignore_index=True)
     parts = [f"# Task-set schedulability ({Path(tdir).parent.name}, {Path(tdir).name} unit model)", ""]
+    if (Path(tdir) / "variants.parquet").exists() and _part_node(tdir).get("measure") is not None:
+        parts.append(variants_markdown(pd.read_parquet(Path(tdir) / "variants.parquet")))
     for f in files:
         scenario = f.stem
         meta = json.loads(f.with_suffix(".json").read_text())

@@ -1,6 +1,7 @@
 # Task-set schedulability with per-accelerator variants (seed 003, dse/workflow/taskset.py): one campaign job per
 # scenario (independent), then the report (Tables 5-7 and Figs. 10-12 analogs).
-# `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]'.
+# `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]';
+# variants measured by the evaluator first: --config overrides='[taskset=zoo-xavier]'.
 from dse.workflow.taskset import plan_taskset
 
 TASKSET = None
@@ -48,10 +49,23 @@ rule taskset_resolved_config:
         write_text_atomic(output[0], _tplan(wildcards.tdir).resolved)
 
 
+rule taskset_variants:
+    """A measured table (``measure`` instead of ``variants``): every network x option by the evaluator."""
+    input:
+        "{tdir}/config/taskset.yaml",
+    output:
+        "{tdir}/variants.yaml",
+        "{tdir}/variants.parquet",
+    log:
+        "{tdir}/logs/variants.log",
+    shell:
+        "{DSE} taskset variants {wildcards.tdir} 2> >(tee {log} >&2)"
+
+
 rule taskset_campaign:
     """One scenario: N sets per threshold, each decided under every configuration (bound, greedy, HiGHS)."""
     input:
-        "{tdir}/config/taskset.yaml",
+        lambda wc: _tplan(wc.tdir).campaign_inputs(wc.tdir),
     output:
         "{tdir}/campaign/{scenario}.parquet",
         "{tdir}/campaign/{scenario}.json",

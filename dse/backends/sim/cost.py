@@ -6,6 +6,10 @@ convolution costs nothing), free concatenation. A DLA stage is split at every la
 (GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat. The result of a
 stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES executes in order.
 Per-layer arrays are cached per (PE type, precision, batch) as prefix sums: a stage costs O(segments).
+
+``sm_fraction`` (seed 003: a task on 4 of the Xavier's 8 SMs) runs the GPU layers on that share of the SMs: a
+layer that filled ``occ`` of the whole GPU keeps its speed while ``occ <= sm_fraction`` and is slowed by
+``occ / sm_fraction`` beyond; memory bandwidth and launch costs stay as they are.
 """
 from __future__ import annotations
 
@@ -78,10 +82,13 @@ class _PerLayer:
 class CostModel:
     """Stage costs of one network (a LayerTable) on one platform; ``scale`` rescales spatial sizes."""
 
-    def __init__(self, platform: Platform, table: LayerTable, scale: float = 1.0):
+    def __init__(self, platform: Platform, table: LayerTable, scale: float = 1.0, sm_fraction: float = 1.0):
+        if not 0 < sm_fraction <= 1:
+            raise ValueError(f"sm_fraction must be in (0, 1], got {sm_fraction!r}")
         self.platform = platform
         self.table = table
         self.scale = float(scale)
+        self.sm_fraction = float(sm_fraction)
         self._cache: dict[tuple, _PerLayer] = {}
         rules = platform.dla_rules
         # the DLA rules' verdict per layer (None without a DLA): what runs where, and why not
@@ -118,6 +125,13 @@ class CostModel:
             narrow = np.clip(np.where(t.out_channels > 0, t.out_channels, c.channel_atom) / c.channel_atom, 0.05, 1.0)
             eff = np.where(eff < 1.0, eff * narrow ** c.channel_exponent, eff)
         compute = np.where(eff < 1.0 + 1e-12, t.macs * b * s / (peak * 1e3 * eff * batch_eff), 0.0)
+        if c.saturation_elems > 0:
+            occ = np.clip(t.out_elems * b * s / c.saturation_elems, c.min_occupancy, 1.0)
+        else:
+            occ = np.ones(t.n)
+        if pe_type == "gpu" and self.sm_fraction < 1.0:
+            compute = compute * np.maximum(1.0, occ / self.sm_fraction)
+            occ = np.minimum(1.0, occ / self.sm_fraction)
         is_eltwise = np.array([k in ("eltwise", "head") for k in t.kind])
         compute = np.where(is_eltwise, 0.0, compute)
         mem_bytes = (t.in_bytes + t.out_bytes) * b * s * bscale + t.param_bytes * bscale
@@ -130,10 +144,6 @@ class CostModel:
         work = np.where(is_concat, concat_us, work)
         free = (np.array([k == "free" for k in t.kind]) & ~is_concat) | t.fused
         total = np.where(free, 0.0, work + np.where(is_concat, 0.0, c.launch_us))
-        if c.saturation_elems > 0:
-            occ = np.clip(t.out_elems * b * s / c.saturation_elems, c.min_occupancy, 1.0)
-        else:
-            occ = np.ones(t.n)
         occ_t = np.where(free, 0.0, work * occ + c.launch_us * c.min_occupancy)
         out = _PerLayer(t=total, occ_t=occ_t, cum_t=np.concatenate([[0.0], np.cumsum(total)]),
                         cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]))
