@@ -2,8 +2,8 @@
 scenarios that compare sets of enabled options against a reference option.
 
 A table comes from a YAML file or config (``config/taskset/apollo-xavier.yaml`` holds the paper's Table 4) or
-from the project's own evaluator (``dse.taskset.measured``, a ``measure`` node instead of ``variants``). Times are kept in ms; a NaN cell means the type has
-no variant for that option (Table 4's "x" and "-")."""
+from the project's own evaluator (``dse.taskset.measured``: a ``measure`` node instead of ``variants``). Times are
+kept in ms; a NaN cell means the type has no variant for that option (Table 4's "x" and "-")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
