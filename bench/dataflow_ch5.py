@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from bench.machine import worker_pool
 
 OUT = Path(__file__).resolve().parent / "results" / "dataflow_ch5.json"
 HOPES_MS = {"yolov2-tiny": 1.297, "yolov3-tiny": 1.234, "yolov4": 7.561, "yolov4-csp": 6.971}   # spec 3.4
@@ -59,7 +60,7 @@ def run_case(case: str, results: str, workers: int = 2) -> str:
         if not (root / "pareto" / f"{net}.parquet").exists():
             multi.pareto(ddir, net)
     todo = [(ddir, *dataflow._parse(j)) for j in plan.jobs if not (root / "deploy" / f"{j}.parquet").exists()]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with worker_pool(workers) as pool:
         list(pool.map(_job, todo))
     dataflow.report(ddir)
     return ddir

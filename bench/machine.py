@@ -81,3 +81,14 @@ if __name__ == "__main__":
     import json
 
     print(json.dumps(machine_facts(), indent=2))
+
+
+def worker_pool(workers: int):
+    """A process pool whose workers start fresh (spawn): a fork of a process that already ran HiGHS or ONNX
+    Runtime copies their thread pools' locks and can hang in the child (seen running the taskset benches' tiny
+    tests after the taskset tests in one pytest process)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "results" / "taskset_003.json"
@@ -161,7 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--thresholds", type=float, nargs="+", help="default: the config's 1.0-4.0")
     ap.add_argument("--output", default=str(OUT))
     args = ap.parse_args(argv)
-    from bench.machine import write_result
+    from bench.machine import worker_pool, write_result
 
     t0 = time.time()
     groups = [("physical", args.sets, SCENARIOS)]
@@ -169,7 +168,7 @@ def main(argv=None) -> int:
         groups.append(("per_config", args.per_config_sets, ("nvdla", "gpu-tc")))
     tdirs = {units: prepare(args.results, units, sets, args.thresholds) for units, sets, _ in groups}
     jobs = [(units, tdirs[units], sc) for units, _, scs in groups for sc in scs]
-    with ProcessPoolExecutor(2) as pool:
+    with worker_pool(2) as pool:
         done = list(pool.map(_run, jobs))
     metas = {}
     for (units, tdir, sc), meta in zip(jobs, done):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench.taskset_003 import SCENARIOS, markdown, run, success_shape
@@ -43,11 +42,10 @@ def prepare(results: str, sets: int) -> str:
     """The campaign directory, its variants measured when the config changed; stale campaigns removed."""
     from dse.workflow import taskset
 
-    tdir, _, changed = taskset.prepare([f"results_dir={results}", "taskset=zoo-xavier", f"taskset.sets={sets}"])
-    if changed or not (Path(tdir) / "variants.yaml").exists():
+    tdir, node, changed = taskset.prepare([f"results_dir={results}", "taskset=zoo-xavier", f"taskset.sets={sets}"])
+    if taskset.measure_if_stale(tdir, node, changed):
         for stale in (Path(tdir) / "campaign").glob("*"):
             stale.unlink()
-        taskset.measure(tdir)
     return tdir
 
 
@@ -75,7 +73,7 @@ def _run(job):
 def main(argv=None) -> int:
     import pandas as pd
 
-    from bench.machine import write_result
+    from bench.machine import worker_pool, write_result
     from dse.taskset.campaign import summarize
     from dse.taskset.report import pivot
 
@@ -86,7 +84,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     tdir = prepare(args.results, args.sets)
-    with ProcessPoolExecutor(2) as pool:
+    with worker_pool(2) as pool:
         metas = dict(zip(SCENARIOS, pool.map(_run, [(tdir, sc) for sc in SCENARIOS])))
     scenarios = {}
     for sc, meta in metas.items():

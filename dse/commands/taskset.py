@@ -5,7 +5,6 @@
 ``results/taskset/<table>/<units>/``; a measured table (``table=zoo-xavier``) is measured first when its config
 changed. ``variants``, ``campaign`` and ``report`` are the Snakemake jobs' steps."""
 
-import os
 import sys
 
 SHORT_KEYS = ("scenario", "sets", "thresholds", "units", "margin", "solver", "time_limit_s")
@@ -57,8 +56,7 @@ def _run(args) -> int:
             print(wf.report(pairs[0]))
         return 0
     tdir, node, changed = wf.prepare(hydra_overrides(pairs))
-    if node.get("measure") is not None and (changed or not os.path.exists(f"{tdir}/variants.yaml")):
-        _with_progress(lambda progress: wf.measure(tdir, progress), "networks measured")
+    _with_progress(lambda progress: wf.measure_if_stale(tdir, node, changed, progress), "networks measured")
     _with_progress(lambda progress: wf.run_scenario(tdir, node["scenario"], progress))
     print(wf.report(tdir))
     print(f"wrote {tdir}/campaign/{node['scenario']}.parquet, {tdir}/taskset.md, {tdir}/plots/")

@@ -184,7 +184,7 @@ def network_times_us(spec: MeasureSpec, network: str, platform) -> list[dict]:
         for k in spec.cpu_cores:
             if k <= len(usable_cores()):
                 row(f"cpu{k}", ort_cpu_us(analysis.model, k, spec.repeats, seed=spec.seed), "ort")
-    return rows
+    return sorted(rows, key=lambda r: OPTIONS.index(r["option"]))     # Table 4's column order
 
 
 def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None) -> tuple[dict, pd.DataFrame]:
@@ -203,9 +203,6 @@ def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None) -> tuple
     frame["u_min"] = frame.ms * (1 - spec.spread)
     frame["u_max"] = frame.ms * (1 + spec.spread)
     frame["kept"] = frame.u_max <= frame_ms
-    frame["option"] = pd.Categorical(frame.option, OPTIONS, ordered=True)
-    frame = frame.sort_values(["type", "option"], key=lambda s: s.map(spec.networks.index)
-                              if s.name == "type" else s).reset_index(drop=True)
     variants = {}
     for network in spec.networks:
         kept = frame[(frame.type == network) & frame.kept]
@@ -214,5 +211,4 @@ def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None) -> tuple
                                f"{frame_ms:g} ms frame")
         variants[network] = {str(r.option): [round(float(r.u_min), 4), round(float(r.u_max), 4)]
                              for r in kept.itertuples()}
-    frame["option"] = frame.option.astype(str)
     return variants, frame

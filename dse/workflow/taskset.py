@@ -115,13 +115,13 @@ def measure(tdir: str, progress=None) -> pd.DataFrame:
 
     from dse.store.schema import versions
     from dse.taskset.measured import MeasureSpec, measure_variants
-    from dse.taskset.variants import TIME_UNITS
+    from dse.taskset.variants import VariantTable
 
     node = _part_node(tdir)
     if node.get("measure") is None:
         raise DseError(f"the taskset table under {tdir} has its own variants; nothing to measure")
     spec = MeasureSpec.from_dict(node["measure"])
-    frame_ms = float(node["frame"]) * TIME_UNITS[node["unit"]]
+    frame_ms = VariantTable.from_dict(node, measured_later=True).frame_ms
     t0 = time.perf_counter()
     variants, rows = measure_variants(spec, frame_ms, progress)
     doc = {"unit": "ms", "frame": frame_ms, "variants": variants}
@@ -155,6 +155,15 @@ def run_scenario(tdir: str, scenario: str, progress=None) -> dict:
     print(f"[taskset {scenario}] {facts['rows']} answers in {facts['wall_s']:.1f} s ({facts['decided_by']}; "
           f"{facts['undecided']} undecided)", file=sys.stderr, flush=True)
     return meta
+
+
+def measure_if_stale(tdir: str, node: dict, changed: bool, progress=None) -> bool:
+    """After ``prepare``: measure a ``measure`` table when its config changed or it was never measured (what
+    Snakemake's ``taskset_variants`` rule decides for the target). True when it measured."""
+    if node.get("measure") is None or not (changed or not (Path(tdir) / "variants.yaml").exists()):
+        return False
+    measure(tdir, progress)
+    return True
 
 
 def report(tdir: str) -> str:
