@@ -9,6 +9,8 @@
 # overrides='[multi=ch4-alpha]'` (workflow/rules/multi.smk).
 # DNNs inside dataflow applications (thesis Ch. 5): `snakemake --cores 2 dataflow --config
 # overrides='[dataflow=ch5-motivational]'` (workflow/rules/dataflow.smk).
+# Energy/frequency Pareto search (seed 001): `snakemake --cores 2 pareto --config
+# overrides='[platform=tx2-sim,benchmark=vgg19]'` (workflow/rules/pareto.smk).
 # Task-set schedulability with per-accelerator variants (seed 003): `snakemake --cores 2 taskset`
 # (workflow/rules/taskset.smk).
 # Design studies (a grid of explorations): `snakemake --cores 2 study --config overrides='[study=xavier-36]'`
@@ -55,6 +57,7 @@ include: "workflow/rules/layermap.smk"
 include: "workflow/rules/multi.smk"
 include: "workflow/rules/dataflow.smk"
 include: "workflow/rules/taskset.smk"
+include: "workflow/rules/pareto.smk"
 include: "workflow/rules/study.smk"
 
 

@@ -140,7 +140,7 @@ def _unknown_key(key: str, other_overrides: list[str]) -> str | None:
     return None
 
 
-TOP_LEVEL_KEYS = ("benchmark", "platform", "search", "layermap", "multi", "dataflow", "taskset", "study", "compare", "precision",
+TOP_LEVEL_KEYS = ("benchmark", "platform", "search", "layermap", "pareto", "multi", "dataflow", "taskset", "study", "compare", "precision",
                   "batch", "seed", "results_dir",
                   "reuse_from")
 BENCHMARK_KEYS = ("name", "model", "weights", "input_size", "input_shapes", "preprocess", "application", "image_dir",

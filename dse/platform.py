@@ -25,7 +25,9 @@ TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe"
                   "limits", "prepost", "power", "noise", "sim", "options", "extra_options", "cores", "max_groups",
                   "precisions", "transport", "board_costs", "comm", "purpose",
                   # multi-app sim sections, read by dse.backends.sim.tasktime / .periodic (optional)
-                  "tasks", "dvfs", "contention")
+                  "tasks", "dvfs", "contention",
+                  # the clocked board of seed 001 (per-cluster CPU + GPU clocks, rail power), read by dse.dvfs.board
+                  "clocked")
 # What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
 # boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
 PURPOSES = ("pipeline", "layer-mapping")

@@ -33,7 +33,7 @@ def test_split_keeps_brackets():
 
 
 @pytest.mark.parametrize("override, message", [
-    ("benchmark=yolov9", "unknown benchmark 'yolov9'; valid choices: cspnet, densenet-40, .*densenet-yolo"),
+    ("benchmark=yolov9", "unknown benchmark 'yolov9'; valid choices: alexnet, cspnet, densenet-40, .*densenet-yolo"),
     ("platform=tx9", "unknown platform 'tx9'; valid choices:"),
     ("precision=fp8", "unknown precision 'fp8'; valid choices: fp16, fp32, int8"),
     ("foo=1", "unknown key 'foo'"),

@@ -35,7 +35,9 @@ def test_zoo_table_lists_the_thesis_networks_and_tiny_ones():
                       "cspnet", "densenet-yolo"]
     assert {"tiny-chain", "tiny-residual", "tiny-detector"} <= set(list_networks())
     assert list_networks(family="thesis") == THESIS
-    assert set(list_networks(include_tiny=False)) == set(THESIS) | set(list_networks(family="layermap"))
+    assert set(list_networks(include_tiny=False)) == (set(THESIS) | set(list_networks(family="layermap"))
+                                                      | set(list_networks(family="energy")))
+    assert list_networks(family="energy") == ["vgg19", "alexnet", "emotion-ferplus"]
     assert ZOO["yolov4-csp"].preprocess == "letterbox"
     assert {ZOO[n].preprocess for n in THESIS if n != "yolov4-csp"} == {"resize"}
     for name in list_networks():
@@ -55,7 +57,8 @@ def test_zoo_network_builds_checks_and_runs(name):
         assert dims and all(d.HasField("dim_value") and d.dim_value > 0 for d in dims), info.name
     assert model.opset_import[0].version == 13
     input_dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    assert model.graph.input[0].name == "input" and input_dims == [1, 3, 64, 64]
+    channels = 1 if name == "emotion-ferplus" else 3       # FER+ classifies grey faces
+    assert model.graph.input[0].name == "input" and input_dims == [1, channels, 64, 64]
     ops = {node.op_type for node in model.graph.node}
     assert not ops & {"BatchNormalization", "Identity", "Constant", "LeakyRelu", "Mish"}
     names = [node.name for node in model.graph.node]

@@ -3,7 +3,7 @@
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
          "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
          "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report",
-         "study-merge")
+         "study-merge", "pareto")
 
 
 def add_parser(sub):
@@ -39,6 +39,11 @@ def _run(args) -> int:
         from dse.workflow.compare import compare
 
         compare(args.run)
+        return 0
+    if args.step == "pareto":
+        from dse.workflow.pareto import run
+
+        run(args.run)
         return 0
     if args.step == "study-merge":
         from dse.workflow.study import merge_study

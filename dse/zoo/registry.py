@@ -1,5 +1,5 @@
 """The network zoo: the thesis' nine detectors (Table 3.3), the classifiers of the per-layer-mapping seeds
-(002 Kang et al., 004 Ha et al.), plus tiny networks for fast tests."""
+(002 Kang et al., 004 Ha et al.) and of the energy/DVFS seed (001 Tang et al.), plus tiny networks for fast tests."""
 from __future__ import annotations
 
 import os
@@ -14,7 +14,7 @@ from dse.store.atomic import write_bytes_atomic
 from dse.zoo.darknet import convert, count_nodes
 
 
-FAMILIES = ("thesis", "layermap", "test")
+FAMILIES = ("thesis", "layermap", "energy", "test")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,12 @@ ZOO: dict[str, ZooEntry] = {e.name: e for e in (
              "resize", None, "layermap"),
     ZooEntry("densenet-40-k12", "DN12", "DenseNet-40 (CIFAR, k=12 as in the DenseNet paper)", 32, "resize", None,
              "layermap"),
+    # the benchmarks of Tang et al. (seed 001 L166), ImageNet classifiers and the FER+ emotion classifier
+    ZooEntry("vgg19", "VGG", "VGG-19: 16 3x3 convs in 5 blocks + 3 FC layers", 224, "resize", None, "energy"),
+    ZooEntry("alexnet", "AN", "AlexNet (BVLC Caffe): 5 convs (3 grouped) + 3 FC layers, no LRN", 224, "resize", None,
+             "energy"),
+    ZooEntry("emotion-ferplus", "FER", "FER+ emotion classifier at 64x64 grey: 8 convs + 2 FC layers", 64, "resize",
+             None, "energy"),
     ZooEntry("tiny-chain", "Tc", "test net: conv+relu+maxpool chain", 64, "resize", None, "test"),
     ZooEntry("tiny-residual", "Tr", "test net: shortcuts + a long skip route", 64, "resize", None, "test"),
     ZooEntry("tiny-detector", "Td", "test net: 2 yolo outputs, upsample + concat", 64, "resize", None, "test"),

@@ -1,0 +1,59 @@
+# Energy/frequency Pareto search of seed 001 (Tang et al., dse/workflow/pareto.py): NSGA-II over per-layer mappings
+# x CPU-cluster and GPU clocks on a clocked board, against TensorRT over every clock pair, both re-measured.
+# `snakemake --cores 2 pareto --config overrides='[platform=tx2-sim,benchmark=vgg19]'` (results/pareto/<platform>/<net>/).
+from dse.workflow.pareto import plan_pareto
+
+PARETO = None
+
+
+def _pplans():
+    global PARETO
+    if PARETO is None:
+        try:
+            PARETO = plan_pareto(config)
+        except DseError as exc:
+            raise WorkflowError(f"bad pareto configuration: {exc}") from None
+    return PARETO
+
+
+def _pplan(pdir):
+    if pdir not in _pplans():
+        raise WorkflowError(f"{pdir} is not a planned pareto run; planned: {', '.join(_pplans())}")
+    return _pplans()[pdir]
+
+
+wildcard_constraints:
+    pdir=r"(.+/)?pareto/[^/]+/[^/]+",
+    ppart="pareto|platform",
+
+
+rule pareto_configure:
+    """One config part of a pareto run (its settings, the platform): what the search job reads."""
+    output:
+        "{pdir}/config/{ppart}.yaml",
+    params:
+        digest=lambda wc: digest(_pplan(wc.pdir).parts[wc.ppart]),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _pplan(wildcards.pdir).parts[wildcards.ppart])
+
+
+rule pareto_search:
+    """NSGA-II + the TensorRT baseline, re-measured: pareto.parquet, pareto.md, the front plot."""
+    input:
+        "{pdir}/config/pareto.yaml",
+        "{pdir}/config/platform.yaml",
+    output:
+        "{pdir}/pareto.parquet",
+        "{pdir}/pareto.md",
+        "{pdir}/plots/pareto_front.png",
+    log:
+        "{pdir}/logs/pareto.log",
+    shell:
+        "{DSE} workflow pareto {wildcards.pdir} 2> >(tee {log} >&2)"
+
+
+rule pareto:
+    """Target: the energy/frequency Pareto search of the overrides' network and board."""
+    input:
+        lambda wc: [f for pdir, plan in _pplans().items() for f in plan.files(pdir)],
