@@ -47,7 +47,7 @@ def inputs(tmp_path):
 
 CASES = [
     # --- Hydra overrides (any command that composes the config) ---------------------------------------------
-    (["config", "show", "benchmark=yolov9"], 2, "unknown benchmark 'yolov9'; valid choices: cspnet"),
+    (["config", "show", "benchmark=yolov9"], 2, "unknown benchmark 'yolov9'; valid choices: alexnet, cspnet"),
     (["config", "show", "platform=tx9"], 2, "unknown platform 'tx9'; valid choices:"),
     (["config", "show", "precision=fp8"], 2, "valid choices: fp16, fp32, int8"),
     (["config", "show", "foo=1"], 2, "unknown key 'foo'"),
