@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.layermap_calibration import _get, _set, raw_profile
 from bench.machine import write_result
 
 OUT = Path(__file__).resolve().parent / "results" / "tx2_calibration.json"
@@ -48,32 +49,11 @@ FITTED = {
 }
 
 
-def _get(d: dict, path: str):
-    for k in path.split("."):
-        d = d[k]
-    return d
-
-
-def _set(d: dict, path: str, v: float) -> None:
-    *head, last = path.split(".")
-    for k in head:
-        d = d[k]
-    d[last] = v
-
-
-def raw_profile() -> dict:
-    from omegaconf import OmegaConf
-
-    from dse.config import compose_config
-
-    return OmegaConf.to_container(compose_config([f"platform={PLATFORM}"]).platform, resolve=True)
-
-
 def with_values(raw: dict, values: dict[str, float]) -> dict:
     d = copy.deepcopy(raw)
     for name, v in values.items():
         for path in FITTED[name][0]:
-            _set(d, path, float(v))
+            _set(d, path.split("."), float(v))
     return d
 
 
@@ -96,7 +76,7 @@ def fit(raw: dict, starts: int = 6, seed: int = 0) -> dict[str, float]:
         return np.array([np.log1p(r[k]) for r in rows for k in ("fps_err", "energy_err")])
 
     rng = np.random.default_rng(seed)
-    x0 = np.clip([float(_get(raw, FITTED[n][0][0])) for n in names], lo, hi)
+    x0 = np.clip([float(_get(raw, FITTED[n][0][0].split("."))) for n in names], lo, hi)
     best = None
     for s in range(starts):
         start = x0 if s == 0 else lo + (hi - lo) * rng.uniform(0.1, 0.9, len(names))
@@ -147,11 +127,12 @@ def main(argv=None) -> int:
 
     platform, fitted = load_platform(PLATFORM), None
     if args.fit:
-        raw = raw_profile()
+        raw = raw_profile(PLATFORM)
         fitted = fit(raw, args.starts)
         print("fitted parameters (put them into the profile; the table below uses them):")
         for n, v in fitted.items():
-            print(f"  {n:14s} {v:.4g}   (profile: {float(_get(raw, FITTED[n][0][0])):.4g})")
+            was = float(_get(raw, FITTED[n][0][0].split(".")))
+            print(f"  {n:14s} {v:.4g}   (profile: {was:.4g})")
         platform = platform_from_dict(with_values(raw, fitted))
     rows = compare(platform)
     print(f"{'network':16s} {'CPU':>5s} {'GPU':>5s} {'FPS paper':>9s} {'sim':>8s} {'err':>7s}   "

@@ -20,7 +20,7 @@ def finished(tmp_path_factory):
 
 def test_outputs(finished):
     run = finished / RUN
-    for f in ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "run.json", "config/pareto.yaml"):
+    for f in ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "run.json", "config/pareto.yaml", "config.yaml"):
         assert (run / f).exists(), f
     df = pd.read_parquet(run / "pareto.parquet")
     assert set(df.source) == {"nsga2", "trt-baseline"} and (df.source == "trt-baseline").sum() == 156

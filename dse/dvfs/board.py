@@ -123,9 +123,6 @@ class Clocks:
     def cluster(self, name: str) -> float:
         return dict(self.cpu_mhz)[name]
 
-    def label(self) -> str:
-        return ",".join(f"{n}:{f:g}" for n, f in self.cpu_mhz) + f";GPU:{self.gpu_mhz:g}"
-
 
 def gpu_levels(platform: Platform) -> tuple[float, ...]:
     gpu = platform.pes[platform.main_pe]
@@ -229,8 +226,7 @@ class ClockedBoard:
 
     def cpu_task_us(self, cluster: int, mhz: float) -> np.ndarray:
         """Per task on one core of a cluster at ``mhz``: compute + its token traffic."""
-        fmax = self.clusters[cluster].max_freq_mhz
-        return (self.cpu_us_fmax[cluster] + self.token_us(fmax)) * fmax / mhz
+        return self.cpu_us_fmax[cluster] * self.clusters[cluster].max_freq_mhz / mhz + self.token_us(mhz)
 
     def token_us(self, mhz: float) -> np.ndarray:
         """Per task: reading and writing its FIFO tokens on a core at ``mhz`` (001 Eq. 7)."""
@@ -253,13 +249,8 @@ class ClockedBoard:
         m = self._check(mapping)
         core_mhz = np.array([clk.cluster(self.clusters[k].name) for k in self.core_cluster])
         busy = np.zeros(self.n_cores)
-        for core in range(self.n_cores):
-            on = m == core
-            if not on.any():
-                continue
-            if core == self.gpu_core:
-                continue
-            busy[core] = self.cpu_task_us(self.core_cluster[core], core_mhz[core])[on].sum()
+        for core in set(m.tolist()) - {self.gpu_core}:
+            busy[core] = self.cpu_task_us(self.core_cluster[core], core_mhz[core])[m == core].sum()
         gpu_busy = comp = mem = 0.0
         on = m == self.gpu_core
         if on.any():
@@ -278,16 +269,22 @@ class ClockedBoard:
 
     def power_w(self, core_share, core_mhz, gpu_mhz: float, compute_share: float, memory_share: float) -> float:
         """CPU + GPU rail power: idle terms, busy cores, GPU compute and memory activity."""
-        pp, gp = self.params.cpu_power, self.params.gpu_power
-        watts = 0.0
-        for k, c in enumerate(self.clusters):
-            cp = pp[c.core_type]
-            cores = self.core_cluster == k
-            watts += cp["idle_w"] + float(np.sum(np.minimum(1.0, core_share[cores])
-                                                 * cp["busy_w"] * (core_mhz[cores] / c.max_freq_mhz) ** cp["exponent"]))
-        y = gpu_mhz / self.gpu_levels[-1]
-        watts += self.gpu_idle_w(gpu_mhz) + gp["busy_w"] * y ** gp["exponent"] * min(1.0, compute_share)
-        return watts + self.params.memory_w * min(1.0, memory_share)
+        watts = sum(self.params.cpu_power[c.core_type]["idle_w"] for c in self.clusters)
+        for core, share in enumerate(core_share):
+            watts += min(1.0, share) * self.core_busy_w(self.core_cluster[core], core_mhz[core])
+        return watts + self.gpu_power_w(gpu_mhz, compute_share, memory_share)
+
+    def core_busy_w(self, cluster: int, mhz: float) -> float:
+        """What one busy core of a cluster adds to the CPU rail at ``mhz``."""
+        c = self.clusters[cluster]
+        cp = self.params.cpu_power[c.core_type]
+        return cp["busy_w"] * (mhz / c.max_freq_mhz) ** cp["exponent"]
+
+    def gpu_power_w(self, gpu_mhz: float, compute_share: float, memory_share: float) -> float:
+        """GPU rail (idle at its clock + compute activity) plus the memory the GPU keeps busy."""
+        gp = self.params.gpu_power
+        busy = gp["busy_w"] * (gpu_mhz / self.gpu_levels[-1]) ** gp["exponent"] * min(1.0, compute_share)
+        return self.gpu_idle_w(gpu_mhz) + busy + self.params.memory_w * min(1.0, memory_share)
 
     def gpu_idle_w(self, gpu_mhz: float) -> float:
         gp = self.params.gpu_power

@@ -72,21 +72,15 @@ class TangModel:
         # powers: P_idle per core (its cluster's idle power shared), P(f, A) - P_idle = the busy core term
         self.core_idle_w = np.array([b.params.cpu_power[b.clusters[k].core_type]["idle_w"]
                                      / len(b.clusters[k].cores) for k in b.core_cluster])
-        self.core_busy_w = [np.array([b.params.cpu_power[c.core_type]["busy_w"] * (f / c.max_freq_mhz)
-                                      ** b.params.cpu_power[c.core_type]["exponent"] for f in c.freq_mhz])
-                            for c in b.clusters]
+        self.core_busy_w = [np.array([b.core_busy_w(k, f) for f in c.freq_mhz]) for k, c in enumerate(b.clusters)]
         # GPU: P_idle(f_g) and P(f_g, A) measured with every task on the GPU at the host's highest clock
         self.gpu_idle_w = np.array([b.gpu_idle_w(fg) for fg in self.gpu_levels])
         self.gpu_all_w = np.zeros(len(self.gpu_levels))
-        top = hl[-1]
         for j, fg in enumerate(self.gpu_levels):
-            t, c, m = b.gpu_task_parts(top, fg)
-            busy = t.sum()
-            self.gpu_all_w[j] = b.power_w(np.zeros(self.cores), np.full(self.cores, top), fg, c.sum() / busy,
-                                          m.sum() / busy) - sum(p["idle_w"] for p in (
-                                              b.params.cpu_power[c_.core_type] for c_ in b.clusters))
+            t, c, m = b.gpu_task_parts(hl[-1], fg)
+            self.gpu_all_w[j] = b.gpu_power_w(fg, c.sum() / t.sum(), m.sum() / t.sum())
         g = b.graph
-        self._src, self._dst, self._bytes = g.src, g.dst, g.nbytes
+        self._src, self._dst = g.src, g.dst
         self.genome_highs = [self.cores - 1] * self.n + [len(l) - 1 for l in self.levels] + [len(self.gpu_levels) - 1]
 
     @property
@@ -137,13 +131,11 @@ class TangModel:
         t = np.where(on_gpu, self.off_tau[hlv, glv, tasks], t)
         gpu_t = np.where(on_gpu, self.gpu_tau[hlv, glv, tasks], 0.0)
         if self.comm == "cross_core_only":
-            cross = np.zeros((pop, n), dtype=bool)
-            if len(self._src):
-                c = M[:, self._src] != M[:, self._dst]
-                for e, (s_, d_) in enumerate(zip(self._src, self._dst)):
-                    cross[:, s_] |= c[:, e]
-                    cross[:, d_] |= c[:, e]
-            tok = np.where(cross, tok, 0.0)
+            crossing = np.zeros((pop, n))                                   # cross-core edges per task
+            c = (M[:, self._src] != M[:, self._dst]).astype(float)
+            np.add.at(crossing, (slice(None), self._src), c)
+            np.add.at(crossing, (slice(None), self._dst), c)
+            tok = np.where(crossing > 0, tok, 0.0)
         t = t + np.where(on_gpu, 0.0, tok)
         offset = (np.arange(pop) * P)[:, None]
         per_core = np.bincount((M + offset).ravel(), t.ravel(), minlength=pop * P).reshape(pop, P)

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import random
 import time
+
 import numpy as np
 
 from dse.dvfs.model import TangModel
 from dse.errors import DseError
 
 
-# 001 L172 (population, generations, mutation) and the spec's crossover choice
-PAPER_SETTINGS = {"population": 5000, "generations": 100, "cxpb": 0.9, "mutpb": 0.05}
-
-
 def nsga2(model: TangModel, ga) -> tuple[np.ndarray, dict]:
     """The non-dominated genomes [k, L] NSGA-II found (on the model; ``ga``: a ``dse.search.ga_common.GASettings``,
-    ``PAPER_SETTINGS`` for the paper's) and a log (evaluations, seconds, front
+    the paper's in ``config/pareto/default.yaml``) and a log (evaluations, seconds, front
     hypervolume per generation in (-img/s, J/img) against the initial population's worst values)."""
     from deap import base, tools
 
@@ -108,5 +105,5 @@ def dominates_front(a_fps, a_e, b_fps, b_e, tol: float = 0.0) -> float:
     return float(np.mean(ok)) if ok else 1.0
 
 
-__all__ = ["PAPER_SETTINGS", "dominates_front", "hypervolume", "nsga2", "pareto_mask",
+__all__ = ["dominates_front", "hypervolume", "nsga2", "pareto_mask",
            "remeasure", "trt_baseline"]

@@ -5,8 +5,8 @@ One job per (platform, benchmark) directory ``results/pareto/<platform>/<benchma
 fresh noise; writes ``pareto.parquet`` (every NSGA-II and baseline point: genome, mapping, clocks, model and
 measured throughput/energy, on-front flags), ``pareto.md`` (the chosen points, hypervolumes, model error),
 ``plots/pareto_front.png`` and ``run.json`` (seed, versions, the search log). Settings: the ``pareto`` config
-group; the run's config parts are written by the workflow before the job (``config/pareto.yaml``,
-``config/platform.yaml``), so changing a setting reruns only this job.
+group; the workflow writes the run's config parts before the job (``config/pareto.yaml``, ``config/platform.yaml``:
+changing a setting reruns only this job) and the resolved ``config.yaml``.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class ParetoPlan:
     parts: dict[str, str]     # config part -> YAML text
     resolved: str
 
-    OUTPUTS = ("pareto.parquet", "pareto.md", "plots/pareto_front.png")
+    OUTPUTS = ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "config.yaml")
 
     def files(self, pdir: str) -> list[str]:
         return [f"{pdir}/{f}" for f in self.OUTPUTS]
@@ -36,23 +36,31 @@ class ParetoPlan:
 def check_settings(d: dict) -> dict:
     """The ``pareto`` group, every key and value checked (a bad one named with the valid choices)."""
     from dse.dvfs.model import COMM_MODES, IDLE_TIMES
-    from dse.search.ga_common import GASettings
 
     for k in d:
         if k not in SETTING_KEYS:
             raise choices_error("pareto setting", k, SETTING_KEYS)
-    out = {k: d[k] for k in SETTING_KEYS if k in d}
-    if out.get("comm", "all_channels") not in COMM_MODES:
-        raise choices_error("pareto.comm", out["comm"], COMM_MODES)
-    if out.get("idle_time", "sum") not in IDLE_TIMES:
-        raise choices_error("pareto.idle_time", out["idle_time"], IDLE_TIMES)
-    if int(out.get("repeats", 5)) < 1:
-        raise DseError(f"pareto.repeats must be >= 1, got {out['repeats']}")
-    if int(out.get("population", 4)) < 4:
-        raise DseError(f"pareto.population must be >= 4 (NSGA-II), got {out['population']}")
-    GASettings(population=int(out.get("population", 4)), generations=int(out.get("generations", 0)),
-               cxpb=float(out.get("cxpb", 0.9)), mutpb=float(out.get("mutpb", 0.05)))
-    return out
+    missing = [k for k in SETTING_KEYS if k not in d]
+    if missing:
+        raise DseError(f"pareto settings lack {', '.join(missing)} (config/pareto/default.yaml has them all)")
+    if d["comm"] not in COMM_MODES:
+        raise choices_error("pareto.comm", d["comm"], COMM_MODES)
+    if d["idle_time"] not in IDLE_TIMES:
+        raise choices_error("pareto.idle_time", d["idle_time"], IDLE_TIMES)
+    if int(d["repeats"]) < 1:
+        raise DseError(f"pareto.repeats must be >= 1, got {d['repeats']}")
+    if int(d["population"]) < 4:
+        raise DseError(f"pareto.population must be >= 4 (NSGA-II), got {d['population']}")
+    ga_settings(d)
+    return dict(d)
+
+
+def ga_settings(d: dict):
+    """The NSGA-II settings of a checked ``pareto`` group (GASettings checks the rates)."""
+    from dse.search.ga_common import GASettings
+
+    return GASettings(population=int(d["population"]), generations=int(d["generations"]), cxpb=float(d["cxpb"]),
+                      mutpb=float(d["mutpb"]), seed=int(d["seed"]))
 
 
 def plan_pareto(snakemake_config: dict) -> dict[str, ParetoPlan]:
@@ -83,7 +91,6 @@ def run(pdir) -> dict:
     from dse.dvfs.search import dominates_front, hypervolume, nsga2, pareto_mask, remeasure, trt_baseline
     from dse.graph.analysis import analyze
     from dse.platform import load_platform
-    from dse.search.ga_common import GASettings
     from dse.store.schema import versions
     from dse.zoo.registry import build_network
 
@@ -91,12 +98,11 @@ def run(pdir) -> dict:
     raw = _part(pdir, "pareto")
     s = check_settings({k: v for k, v in raw.items() if k in SETTING_KEYS})
     platform = load_platform(_part(pdir, "platform"))
-    seed = int(s.get("seed", 0))
+    seed = int(s["seed"])
     _say(f"pareto: analysing {raw['benchmark']} at {raw['input_size']}")
     board = ClockedBoard(platform, analyze(build_network(raw["benchmark"], raw["input_size"], seed=seed)))
-    model = TangModel(board, s.get("comm", "all_channels"), s.get("idle_time", "sum"))
-    ga = GASettings(population=int(s["population"]), generations=int(s["generations"]), cxpb=float(s["cxpb"]),
-                    mutpb=float(s["mutpb"]), seed=seed)
+    model = TangModel(board, s["comm"], s["idle_time"])
+    ga = ga_settings(s)
     _say(f"pareto: NSGA-II, population {ga.population} x {ga.generations} generations over {board.n_tasks} tasks on "
          f"{board.n_cores} cores x {len(model.levels)} CPU clusters x {len(model.gpu_levels)} GPU levels")
     found, log = nsga2(model, ga)

@@ -38,6 +38,16 @@ rule pareto_configure:
         write_text_atomic(output[0], _pplan(wildcards.pdir).parts[wildcards.ppart])
 
 
+rule pareto_resolved_config:
+    output:
+        "{pdir}/config.yaml",
+    params:
+        digest=lambda wc: digest(_pplan(wc.pdir).resolved),
+    localrule: True
+    run:
+        write_text_atomic(output[0], _pplan(wildcards.pdir).resolved)
+
+
 rule pareto_search:
     """NSGA-II + the TensorRT baseline, re-measured: pareto.parquet, pareto.md, the front plot."""
     input:
