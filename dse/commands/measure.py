@@ -30,6 +30,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--pre", type=int, default=1, help="pre-processing threads")
     p.add_argument("--post", type=int, default=1, help="post-processing threads")
     p.add_argument("--buffers", type=int, default=1, help="frames in flight between pre- and post-processing")
+    p.add_argument("--power-mode", help="nvpmodel power mode of the platform (MAXN, MODE_15W, ...; sim)")
+    p.add_argument("--gpu-mhz", help="GPU clock, a level of the power mode (sim)")
+    p.add_argument("--dla-mhz", help="DLA clock, a level of the power mode (sim)")
+    p.add_argument("--cpu-mhz", help="CPU clock, a level of the power mode (sim)")
     p.add_argument("--json", action="store_true", help="print the measurement as JSON")
     p.add_argument("--gantt", metavar="PNG", help="draw the simulated steady-state schedule (sim backend)")
     p.set_defaults(func=run)
@@ -51,7 +55,8 @@ def run(args) -> int:
     backend = backend_from_config(cfg, analysis)
     config = base_configuration(backend.settings, backend.platform.name, analysis).with_(
         option=args.option, cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
-        post_threads=args.post)
+        post_threads=args.post, extra={k: v for k, v in (("power_mode", args.power_mode), ("gpu_mhz", args.gpu_mhz),
+                                                         ("dla_mhz", args.dla_mhz), ("cpu_mhz", args.cpu_mhz)) if v})
     if supports(backend, TRACE):
         m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
     else:
@@ -77,7 +82,7 @@ def _print(m) -> None:
     c = m.config
     print(f"{c.benchmark} on {c.platform}: option {c.option} cuts {list(c.cuts)} streams {list(c.streams)} "
           f"pre {c.pre_threads} post {c.post_threads} buffers {c.buffers} {c.precision} batch {c.batch} "
-          f"{c.input_size}x{c.input_size}")
+          f"{c.input_size}x{c.input_size}" + "".join(f" {k} {v}" for k, v in c.extra))
     util = " ".join(f"{k} {v:.0%}" for k, v in m.util.items())
     print(f"{m.fps:.1f} FPS  latency p50 {m.latency_ms_p50:.2f} ms p99 {m.latency_ms_p99:.2f} ms  util {util}")
     power = ("power not measured" if m.power_w is None

@@ -1,6 +1,6 @@
 """`dse workflow STEP RUN_DIR`: the steps the Snakemake rules call (one library function each)."""
 
-STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "report", "compare", "layermap-profile",
+STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "clocks", "report", "compare", "layermap-profile",
          "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
          "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report",
          "study-merge", "pareto")
@@ -101,4 +101,6 @@ def _run(args) -> int:
         phases.search(args.run)
     elif args.step == "finetune":
         phases.finetune(args.run)
+    elif args.step == "clocks":
+        phases.clocks(args.run)
     return 0

@@ -1,4 +1,4 @@
-"""Plots of a run: FPS per mapping option (thesis Fig. 3.8) and the search trajectory."""
+"""Plots of a run: FPS per mapping option (thesis Fig. 3.8), the search trajectory, the clock phase's front."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,6 +37,31 @@ def trajectory(frame: pd.DataFrame, out: str | Path) -> Path:
     ax.set_ylabel("FPS")
     ax.set_title("Search trajectory")
     ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    return save_figure(fig, out)
+
+
+def energy_front(points: pd.DataFrame, chosen: dict | None, reference: dict | None, min_fps: float,
+                 out: str | Path) -> Path:
+    """FPS vs J/frame of every configuration the clock phase measured, per power mode, with the front, the answer
+    and the FPS-optimal configuration at full clocks (both re-measured means)."""
+    ok = points[points["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for mode, sub in ok.groupby("power_mode", sort=False):
+        ax.scatter(sub["fps"], sub["energy_j_per_frame"], s=8, alpha=0.35, label=mode)
+    front = ok[ok["on_front"]].sort_values("fps")
+    ax.plot(front["fps"], front["energy_j_per_frame"], color="black", lw=1.2, marker=".", label="front")
+    for what, d, marker in (("FPS-optimal, full clocks", reference, "s"), ("answer", chosen, "*")):
+        if d:
+            ax.scatter([d["fps"]], [d["energy_j_per_frame"]], marker=marker, s=90, edgecolors="black", zorder=5,
+                       label=f"{what} ({d['fps']:.0f} FPS, {d['energy_j_per_frame']:.3f} J)")
+    if min_fps > 0:
+        ax.axvline(min_fps, color="grey", ls="--", lw=1, label=f"min_fps {min_fps:g}")
+    ax.set_xlabel("FPS")
+    ax.set_ylabel("energy (J/frame)")
+    ax.set_title("Mappings x power modes x clocks")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     return save_figure(fig, out)
 

@@ -41,6 +41,10 @@ class Probe:
     def remeasure(self, config: Configuration, phase: str, repeats: range) -> list[float]:
         """FPS of ``config`` on independent re-runs ``repeats`` (indices >= 1; repeat 0 is the search's own sample,
         which a search picked for being high): what near-equal candidates are ranked on, never their best sample."""
+        return [score(m) for m in self.rerun(config, phase, repeats)]
+
+    def rerun(self, config: Configuration, phase: str, repeats: range) -> list[Measurement]:
+        """The measurements of ``remeasure`` (when more than the FPS ranks: energy, power)."""
         if repeats and repeats[0] < 1:
             raise ValueError("re-runs start at repeat 1: repeat 0 is the search's own sample")
         out = []
@@ -49,7 +53,7 @@ class Probe:
             if m is None:
                 m = self.evaluator.evaluate(config, phase=phase, strategy=self.strategy, repeat=r)
                 self._reruns[(config.hash, r)] = m
-            out.append(score(m))
+            out.append(m)
         return out
 
     @property

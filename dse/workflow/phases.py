@@ -191,8 +191,8 @@ def _progress(label: str):
 
 # the run's own phases per search.strategy (their files in cache/): a run directory that switched strategy
 # keeps the other one's files, which the report and the comparison must not count
-PHASE_FILES = {"proposed": ("maximize", "explore-*", "search", "finetune"),
-               "guided": ("maximize", "guided", "finetune")}
+PHASE_FILES = {"proposed": ("maximize", "explore-*", "search", "finetune", "clocks"),
+               "guided": ("maximize", "guided", "finetune", "clocks")}
 
 
 def _done(ctx: RunContext, phase_file: str, label: str, ev: Evaluator, best: float) -> None:
@@ -317,3 +317,33 @@ def finetune(run: str | Path) -> dict:
     write_text_atomic(ctx.run / "best.yaml", OmegaConf.to_yaml(OmegaConf.create(best)))
     _done(ctx, "finetune", "finetune", ev, best["fps"])
     return best
+
+
+def clocks(run: str | Path) -> dict:
+    """The clock phase (``dse.search.clocks``): the best mappings of the run x power modes x clocks, the answer by
+    ``search.objective`` under ``search.min_fps``, the front: clocks.json and plots/energy_front.png. A min_fps
+    nothing reaches is recorded (feasible: false, with the best FPS), not an error."""
+    import pandas as pd
+
+    from dse.report.plots import energy_front
+    from dse.search.clocks import PHASE, EnergySettings, clock_phase, mapping_candidates
+    from dse.search.probe import Probe
+
+    ctx = RunContext(Path(run))
+    settings = EnergySettings.from_dict(ctx.part("energy"))
+    best = Configuration.from_dict(OmegaConf.to_container(OmegaConf.load(ctx.run / "best.yaml"))["config"])
+    ev = ctx.evaluator(PHASE, PHASE)
+    asked = asked_by_phases(ctx.run, ctx.settings.strategy) or set()
+    measured = [m for m in (ev.cache.get((h, 0)) for h in sorted(asked)) if m is not None]
+    candidates = mapping_candidates(best, measured, settings.mappings)
+    probe = Probe(ev, ctx.settings.strategy)
+    result = clock_phase(probe, ctx.platform, candidates, settings,
+                         progress=lambda msg: print(f"[clocks] {msg}", file=sys.stderr, flush=True))
+    out = result.to_dict()
+    write_json_atomic(ctx.run / "clocks.json", out)
+    energy_front(pd.DataFrame(out["points"]), out["chosen"], out["reference"], settings.min_fps,
+                 ctx.run / "plots" / "energy_front.png")
+    _done(ctx, PHASE, PHASE, ev, out["chosen"]["fps"] if out["chosen"] else 0.0)
+    if not result.feasible:
+        print(f"[clocks] infeasible: {result.reason}", file=sys.stderr, flush=True)
+    return out

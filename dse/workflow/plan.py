@@ -20,7 +20,7 @@ from dse.errors import DseError
 
 # run_dir/config/<part>.yaml: the rules' inputs
 RUNTIME_MIN = {"sim": 60, "ort": 240, "trt": 24 * 60}
-PARTS = ("model", "platform", "measure", "search", "compare", "layermap", "lm-profile", "lm-ga", "lm-ilp",
+PARTS = ("model", "platform", "measure", "search", "energy", "compare", "layermap", "lm-profile", "lm-ga", "lm-ilp",
          "lm-pareto")
 
 
@@ -36,6 +36,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     from dse.backends.checks import over_limit
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
+    from dse.search.clocks import EnergySettings
     from dse.search.settings import SearchSettings
     from dse.workflow.compare import CompareSettings
     from dse.workflow.layermap import LayermapSettings, refusal
@@ -53,6 +54,8 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
         return parts, (), refused
     validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
+    search, energy = EnergySettings.split(search)   # the clock phase's keys: a part of their own
+    energy.check(loaded)
     settings = SearchSettings.from_dict(search)
     options = runnable_options(loaded, measure, settings)
     reason = over_limit(loaded, [("batch", measure.batch, "max_batch"),
@@ -62,7 +65,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     if reason:
         raise DseError(reason)
     compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
-    parts.update(search=settings.to_dict(), compare=compare.to_dict())
+    parts.update(search=settings.to_dict(), energy=energy.to_dict(), compare=compare.to_dict())
     return parts, options, {**refused, "pipeline": ""}
 
 
@@ -106,6 +109,7 @@ class RunPlan:
     layermap_files: tuple[str, ...] = ()           # the layermap target's run-relative outputs
     layermap_solve_files: tuple[str, ...] = ()     # the layermap solve jobs' results (the merge's inputs)
     backend: str = "sim"                           # what a measuring job's runtime depends on
+    clocks: bool = False                           # the run has a clock phase (search.objective, pareto, min_fps)
 
     @property
     def runtime_min(self) -> int:
@@ -117,7 +121,8 @@ class RunPlan:
         """The outputs of a target family for this run, or a DseError saying why the platform cannot run it."""
         if self.refused.get(family):
             raise DseError(f"{run}: {self.refused[family]}")
-        files = ["report.md"] if family == "pipeline" else list(self.layermap_files)
+        files = (["report.md", *(["clocks.json"] if self.clocks else [])] if family == "pipeline"
+                 else list(self.layermap_files))
         return [f"{run}/{f}" for f in files + ["config.yaml"]]
 
 
@@ -141,6 +146,7 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
 
 def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
     """(run directory, plan) of one composed config: what `plan_runs` makes per benchmark and a study per point."""
+    from dse.search.clocks import EnergySettings
     from dse.workflow.layermap import LayermapSettings
 
     parts, options, refused = config_parts(cfg)
@@ -148,7 +154,8 @@ def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
                    options=options, strategy=parts.get("search", {}).get("strategy", "proposed"),
                    refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
                    layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()),
-                   backend=parts["platform"].get("backend", "sim"))
+                   backend=parts["platform"].get("backend", "sim"),
+                   clocks=bool(parts.get("energy")) and EnergySettings.from_dict(parts["energy"]).active)
     return str(run_dir(cfg)), plan
 
 

@@ -35,6 +35,7 @@ def report(run: str | Path) -> Path:
     plots.trajectory(frame, plots_dir / "trajectory.png")
     gantt = _gantt(ctx, best, plots_dir / "gantt_best.png")
     failed = errors(frame)
+    clocks = _clocks(ctx)
     lines = [
         f"# {ms.benchmark} on {platform.name} ({ms.precision.upper()}, batch {ms.batch}, "
         f"{ms.input_size}x{ms.input_size})",
@@ -73,6 +74,7 @@ def report(run: str | Path) -> Path:
            if len(failed) else ""),
         "",
         *_dla_section(ctx, best),
+        *_clock_section(clocks),
         "## Plots",
         "",
         "![FPS per option](plots/fps_per_option.png)",
@@ -82,7 +84,13 @@ def report(run: str | Path) -> Path:
         "Every measurement: `measurements.parquet`; the resolved config: `config.yaml`.",
         "",
     ]
-    write_json_atomic(run / "summary.json", run_summary(best, base, cost, frame, searched["selected"]))
+    summary = run_summary(best, base, cost, frame, searched["selected"])
+    if clocks:
+        summary["clocks"] = {k: clocks[k] for k in ("feasible", "reason", "energy_ratio", "measured")}
+        summary["clocks"].update({f"{w}_{k}": (clocks[w] or {}).get(k) for w in ("chosen", "reference")
+                                  for k in ("fps", "energy_j_per_frame", "power_w", "power_mode", "gpu_mhz",
+                                            "dla_mhz", "cpu_mhz", "option")}, **clocks["settings"])
+    write_json_atomic(run / "summary.json", summary)
     return write_text_atomic(run / "report.md", "\n".join(lines))
 
 
@@ -135,6 +143,49 @@ def _dla_section(ctx: RunContext, best: dict) -> list[str]:
             + f" Per layer: `dse inspect {ctx.measure_settings.model or 'MODEL'} --dla --platform {platform.name} "
               f"--option {config.option} --cuts {','.join(map(str, config.cuts))} --precision {config.precision}`.",
             ""]
+
+
+def _clocks(ctx: RunContext) -> dict | None:
+    """clocks.json where the run has a clock phase (a stale file of an earlier setting is not reported)."""
+    from dse.search.clocks import EnergySettings
+
+    path = ctx.run / "clocks.json"
+    if not (EnergySettings.from_dict(ctx.part("energy")).active and path.exists()):
+        return None
+    return json.loads(path.read_text())
+
+
+def _clock_section(clocks: dict | None) -> list[str]:
+    """The answer of the clock phase next to the FPS-optimal configuration at full clocks, and the front."""
+    if not clocks:
+        return []
+    s = clocks["settings"]
+    head = [f"## Energy: objective {s['objective']}, min_fps {s['min_fps']:g} (clock phase)", ""]
+    if not clocks["feasible"]:
+        return head + [f"No answer: {clocks['reason']}. {clocks['measured']} configurations measured.", ""]
+
+    def row(what: str, d: dict) -> dict:
+        return {"": what, "Option": d["option"], "Cuts": ",".join(map(str, d["cuts"])) or "-",
+                "Power mode": d["power_mode"], "GPU MHz": d["gpu_mhz"], "DLA MHz": d["dla_mhz"],
+                "CPU MHz": d["cpu_mhz"], "FPS": round(d["fps"], 1), "W": round(d["power_w"], 2),
+                "J/frame": round(d["energy_j_per_frame"], 4), "FPS/W": round(d["fps"] / d["power_w"], 2)}
+
+    front = sorted((p for p in clocks["points"] if p["on_front"]), key=lambda p: -p["fps"])
+    return head + [
+        markdown_table([row("answer", clocks["chosen"]), row("FPS-optimal, full clocks", clocks["reference"])]),
+        f"Means of {s['repeats']} fresh re-runs each. The answer uses {100 * clocks['energy_ratio']:.0f} % of the "
+        f"energy per frame of the FPS-optimal configuration. The phase measured {clocks['measured']} "
+        f"configurations ({s['mappings']} mappings x {len(s['power_modes']) or 'all'} power modes x clocks, "
+        "thesis Ch. 4's Algorithm 6).", "",
+        f"FPS vs J/frame front ({len(front)} points, single samples): "
+        + "; ".join(f"{p['fps']:.0f} FPS {p['energy_j_per_frame']:.3f} J ({p['option']}, {p['power_mode']}, "
+                    f"GPU {_mhz(p['gpu_mhz'])} / DLA {_mhz(p['dla_mhz'])} / CPU {_mhz(p['cpu_mhz'])} MHz)"
+                    for p in front[:12])
+        + (" ..." if len(front) > 12 else "") + ". ![front](plots/energy_front.png)", ""]
+
+
+def _mhz(v) -> str:
+    return "-" if v is None else f"{v:g}"
 
 
 def _base_g(frame) -> float:

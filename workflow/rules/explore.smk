@@ -86,3 +86,23 @@ rule finetune:
         runtime=lambda wc: _plan(wc.run).runtime_min,
     shell:
         "{DSE} workflow finetune {wildcards.run} 2> >(tee {log} >&2)"
+
+
+rule clocks:
+    """search.objective=energy|fps_per_watt, search.pareto or search.min_fps: the best mappings x power modes x
+    clocks (thesis Ch. 4's Algorithm 6 per mapping and mode), the answer and the FPS vs J/frame front."""
+    input:
+        "{run}/best.yaml",
+        "{run}/config/energy.yaml",
+    output:
+        "{run}/clocks.json",
+        report("{run}/plots/energy_front.png", category="Plots"),
+    log:
+        "{run}/logs/clocks.log",
+    threads: 1
+    resources:
+        board=1,
+        mem_mb=2000,
+        runtime=lambda wc: _plan(wc.run).runtime_min,
+    shell:
+        "{DSE} workflow clocks {wildcards.run} 2> >(tee {log} >&2)"

@@ -1,7 +1,8 @@
 rule report:
     """Merged measurements, report.md (Table 3.5 / 3.4 rows) and plots."""
     input:
-        "{run}/best.yaml",
+        lambda wc: [f"{wc.run}/best.yaml", f"{wc.run}/config/energy.yaml",
+                    *([f"{wc.run}/clocks.json"] if _plan(wc.run).clocks else [])],
     output:
         report("{run}/report.md", category="Summary"),
         measurements="{run}/measurements.parquet",

@@ -21,8 +21,9 @@ from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
 from dse.backends.sim.layers import LayerTable, frame_of, layer_table
 from dse.backends.sim.noise import factor, noise_rng
-from dse.backends.sim.power import board_power_w, freq_factor
+from dse.backends.sim.power import board_power_w
 from dse.configuration import Configuration
+from dse.dvfs.modes import ClockSetting, clock_setting, time_scale
 from dse.errors import DseError
 from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
@@ -104,7 +105,7 @@ class SimBackend:
             return self.layermap.check(config)
         if p.purpose == "layer-mapping":
             return p.pipeline_refusal(self.name)
-        reason = check_layout(config, p)
+        reason = check_layout(config, p) or _clock_refusal(p, config)
         if reason:
             return reason
         n = self.table.n
@@ -124,9 +125,8 @@ class SimBackend:
         option = p.options[config.option]
         cm = self.cost_model(config.input_size)
         bounds = [-1, *config.cuts, self.table.n - 1]
-        freqs = _freqs(config)
-        gpu_f = 1.0 / freq_factor(p, p.main_pe, freqs.get(p.main_pe))
-        dla_f = 1.0 / freq_factor(p, p.dla_pes()[0].name, freqs.get("DLA")) if p.dla_pes() else 1.0
+        clocks = _clocks(p, config)
+        gpu_f, dla_f = time_scale(p, clocks, "gpu"), time_scale(p, clocks, "dla")
         stages, runtimes = [], []
         loadables = fallback = engines = 0
         per_core: dict[int, int] = {}   # DLA core -> loadables deserialized on it
@@ -173,7 +173,7 @@ class SimBackend:
         pre = p.prepost.pre_us(size, config.batch, self.settings.preprocess)
         boxes = int(self.table.boxes * (size / self.input_size) ** 2)
         post = p.prepost.post_us(boxes, config.batch)
-        cpu_f = 1.0 / _cpu_factor(p, freqs.get("CPU"))
+        cpu_f = time_scale(p, clocks, "cpu")
         return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
                        dla_engines=engines, dla_loadables_per_core=per_core,
                        fallback_reasons=cm.fallback_reasons(fallback_ids))
@@ -199,7 +199,8 @@ class SimBackend:
         warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
         rng_seed = int(noise_rng(self.settings.seed, config.hash, repeat).integers(0, 2**31 - 1))
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
-                        post_threads=config.post_threads, buffers=config.buffers, cpu_cores=p.cpu_cores,
+                        post_threads=config.post_threads, buffers=config.buffers,
+                        cpu_cores=_clocks(p, config).mode.cpu_online,
                         cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace,
                         buffer_scope=p.buffer_scope if config.buffers > 1 else "pipeline")
@@ -249,14 +250,14 @@ class SimBackend:
             util[d.name] = round(busy, 4)
         cpu_util = min(1.0, res.cpu_busy_cores / p.cpu_cores)
         util["CPU"] = round(cpu_util, 4)
-        freqs = _freqs(config)
-        load = {p.main_pe: res.gpu_load}
+        clocks = _clocks(p, config)
+        load = {p.main_pe: res.gpu_load * clocks.mode.gpu_units}   # a mode's gated TPCs draw nothing
         for d, busy in zip(p.dla_pes(), res.dla_busy):
             load[d.name] = busy
-        pe_freqs = {p.main_pe: freqs.get(p.main_pe)}
+        pe_freqs = {p.main_pe: clocks.of("gpu")}
         for d in p.dla_pes():
-            pe_freqs[d.name] = freqs.get("DLA")
-        power = board_power_w(p, load, res.cpu_busy_cores, pe_freqs, freqs.get("CPU")) * factor(rng, sigma / 2)
+            pe_freqs[d.name] = clocks.of("dla")
+        power = board_power_w(p, load, res.cpu_busy_cores, pe_freqs, clocks.of("cpu")) * factor(rng, sigma / 2)
         return Measurement(
             config=config, status="ok", reason="", fps=round(fps, 3), latency_ms_p50=round(p50, 4),
             latency_ms_p99=round(p99, 4), util=util, cpu_util=round(cpu_util, 4), power_w=round(power, 3),
@@ -300,8 +301,8 @@ class SimBackend:
         cpu_busy_cores = float((pes.cores * busy).sum())
         power = None
         if p.power is not None:
-            power = board_power_w(p, util, cpu_busy_cores, _freqs(config), _freqs(config).get("CPU")) \
-                * factor(rng, sigma / 2)
+            freqs = _clocks(p, config).freqs()
+            power = board_power_w(p, util, cpu_busy_cores, freqs, freqs["CPU"]) * factor(rng, sigma / 2)
         occ = model.occupancy(m)
         runs = np.flatnonzero(np.diff(m)) + 1
         stage_ms = [round(float(seg.sum()) / 1000.0, 4) for seg in np.split(occ, runs)]
@@ -347,17 +348,14 @@ def _scaled(sc: StageCost, gpu_f: float, dla_f: float) -> list[tuple[str, float,
     return [(ph.resource, ph.us * scale[ph.resource], ph.occupancy) for ph in sc.phases]
 
 
-def _freqs(config: Configuration) -> dict[str, float | None]:
-    """DVFS settings from ``config.extra`` (gpu_mhz, dla_mhz, cpu_mhz); None = the maximum (MAXN)."""
-    extra = dict(config.extra)
-
-    def get(key):
-        return float(extra[key]) if key in extra else None
-
-    return {"GPU": get("gpu_mhz"), "DLA": get("dla_mhz"), "CPU": get("cpu_mhz")}
+def _clocks(p: Platform, config: Configuration) -> ClockSetting:
+    """The power mode and clocks of ``config.extra`` (checked by ``check``)."""
+    return clock_setting(p, dict(config.extra))
 
 
-def _cpu_factor(p: Platform, mhz: float | None) -> float:
-    if not mhz or not p.cpu_freq_mhz:
-        return 1.0
-    return mhz / max(p.cpu_freq_mhz)
+def _clock_refusal(p: Platform, config: Configuration) -> str | None:
+    try:
+        _clocks(p, config)
+    except DseError as exc:
+        return str(exc)
+    return None

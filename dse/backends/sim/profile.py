@@ -104,12 +104,12 @@ class _Chain:
 def profile_tasks(backend, config: Configuration, runs: int = 300, wcet_rule: str = "max6sigma",
                   repeat: int = 0) -> TaskProfile:
     """Profile ``config`` (one frame in flight: buffers 1, one stream per stage) on a ``SimBackend``."""
-    from dse.backends.sim.backend import _freqs
+    from dse.backends.sim.backend import _clocks
 
     p, pm = backend.platform, backend.platform.power
     planned = _checked_plan(backend, config, runs, wcet_rule)
-    mhz = _freqs(config)
-    clocks = {"gpu": mhz["GPU"], "dla": mhz["DLA"], "cpu": mhz["CPU"]}
+    setting = _clocks(p, config)
+    clocks = {k: setting.of(k) for k in ("gpu", "dla", "cpu")}
     scale = {k: dvfs_scale(p, k, f) for k, f in clocks.items()}
     chain = [_Chain("cpu", "pre", base=[planned.pre_us], now=[planned.pre_us * scale["cpu"]], gpu_share=[0.0],
                     occ=[0.0])]

@@ -1,0 +1,181 @@
+"""Power modes (nvpmodel) and per-PE clocks of a pipeline configuration on a Jetson board.
+
+A power mode is what ``nvpmodel -m ID`` sets: a ceiling per clock (CPU, GPU, DLA, memory controller), the CPU
+cores left online and, on some modes, a share of the GPU's TPCs. Within a mode a user may lower each clock
+further (``jetson_clocks`` / sysfs). A configuration names both in ``config.extra``: ``power_mode`` and
+``gpu_mhz`` / ``dla_mhz`` / ``cpu_mhz``; a clock left out runs at the mode's ceiling, a mode left out is the
+platform's first one (MAXN). ``clock_setting`` checks them against the platform: an unknown mode or a clock that
+is not a level of the mode is refused with the valid choices.
+
+A mode's levels are the DVFS table's levels up to its ceiling. Where a ceiling lies below the whole table (the
+virtual Xavier's tables are Table 4.7's, which start at 675.75 MHz for the GPU; nvpmodel's 10 W mode caps it at
+520 MHz), the ceiling itself is the mode's only level: the board runs there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from dse.errors import DseError, choices_error
+from dse.platform import Platform
+
+KNOBS = ("gpu", "dla", "cpu")                     # the clocks a configuration sets (kind names of dse.rt.dvfs)
+EXTRA_KEYS = {"gpu": "gpu_mhz", "dla": "dla_mhz", "cpu": "cpu_mhz"}
+MODE_KEY = "power_mode"
+CEILINGS = ("CPU", "GPU", "DLA", "EMC")
+MODE_KEYS = ("id", "cpu_online", "max_mhz", "gpu_units")
+FULL = "MAXN"
+
+
+@dataclass(frozen=True)
+class PowerMode:
+    """One nvpmodel mode: clock ceilings (MHz; None = the table's top), online CPU cores, share of GPU units."""
+
+    name: str
+    id: int
+    cpu_online: int
+    max_mhz: tuple[tuple[str, float], ...] = ()
+    gpu_units: float = 1.0           # fraction of the GPU's TPCs powered (Xavier 10 W: 2 of 4)
+
+    def ceiling(self, knob: str) -> float | None:
+        return dict(self.max_mhz).get(knob.upper())
+
+
+def clock_table(platform: Platform, kind: str) -> tuple[float, ...]:
+    """Ascending DVFS levels of a clock kind (gpu: the main PE's, dla: the first DLA's, cpu: the CPU's)."""
+    if kind == "cpu":
+        return tuple(sorted(platform.cpu_freq_mhz))
+    if kind == "gpu":
+        pe = platform.pes.get(platform.main_pe)
+        return tuple(sorted(pe.freq_mhz)) if pe is not None else ()
+    dlas = platform.dla_pes()
+    return tuple(sorted(dlas[0].freq_mhz)) if dlas else ()
+
+
+def power_modes(platform: Platform) -> dict[str, PowerMode]:
+    """The platform's ``power_modes`` section, checked; without one, a single MAXN (every clock at its top)."""
+    section = (platform.raw or {}).get("power_modes")
+    if not section:
+        return {FULL: PowerMode(FULL, 0, platform.cpu_cores)}
+    if not isinstance(section, Mapping):
+        raise DseError(f"platform {platform.name}: power_modes must be a mapping of mode name -> settings")
+    modes = {}
+    for name, d in section.items():
+        where = f"platform {platform.name} power_modes.{name}"
+        d = dict(d or {})
+        unknown = sorted(set(d) - set(MODE_KEYS))
+        if unknown:
+            raise choices_error(f"key of {where}", unknown[0], MODE_KEYS)
+        caps = {str(k).upper(): float(v) for k, v in (d.get("max_mhz") or {}).items()}
+        bad = sorted(set(caps) - set(CEILINGS))
+        if bad:
+            raise choices_error(f"clock in {where}.max_mhz", bad[0], CEILINGS)
+        if any(v <= 0 for v in caps.values()):
+            raise DseError(f"{where}.max_mhz: every ceiling must be > 0 MHz, got {caps}")
+        online = int(d.get("cpu_online", platform.cpu_cores))
+        if not 1 <= online <= platform.cpu_cores:
+            raise DseError(f"{where}.cpu_online must be in 1..{platform.cpu_cores}, got {online}")
+        units = float(d.get("gpu_units", 1.0))
+        if not 0 < units <= 1:
+            raise DseError(f"{where}.gpu_units must be in (0, 1], got {units}")
+        modes[str(name)] = PowerMode(str(name), int(d.get("id", len(modes))), online, tuple(sorted(caps.items())),
+                                     units)
+    return modes
+
+
+def power_mode(platform: Platform, name: str | None) -> PowerMode:
+    modes = power_modes(platform)
+    if name is None:
+        return next(iter(modes.values()))
+    if name not in modes:
+        raise choices_error(f"power mode of {platform.name}", name, list(modes))
+    return modes[name]
+
+
+def mode_levels(platform: Platform, mode: PowerMode) -> dict[str, list[float]]:
+    """Ascending levels per clock kind a configuration may set in ``mode`` (kinds without a table left out)."""
+    out = {}
+    for kind in KNOBS:
+        table = clock_table(platform, kind)
+        if not table:
+            continue
+        cap = mode.ceiling(kind)
+        levels = [f for f in table if cap is None or f <= cap + 1e-9]
+        out[kind] = levels or [float(cap)]
+    return out
+
+
+@dataclass(frozen=True)
+class ClockSetting:
+    """The clocks a configuration runs at: its mode and one MHz per kind (the mode's ceiling where not set)."""
+
+    mode: PowerMode
+    mhz: tuple[tuple[str, float], ...]
+    emc_scale: float = 1.0           # memory-bound time at this mode's EMC ceiling / at the platform's top one
+
+    def of(self, kind: str) -> float | None:
+        """MHz of a clock kind; None at the top of its table (what the power and time models read as fmax)."""
+        return dict(self.mhz).get(kind)
+
+    def freqs(self) -> dict[str, float | None]:
+        """``{"GPU": .., "DLA": .., "CPU": ..}`` as the power model reads them."""
+        return {k.upper(): self.of(k) for k in KNOBS}
+
+
+def clock_setting(platform: Platform, extra: Mapping[str, str]) -> ClockSetting:
+    """The checked clocks of ``config.extra``; a DseError names the bad mode or level and the valid ones."""
+    mode = power_mode(platform, extra.get(MODE_KEY))
+    levels = mode_levels(platform, mode)
+    mhz = {}
+    for kind, key in EXTRA_KEYS.items():
+        if kind not in levels:
+            if key in extra:
+                raise DseError(f"{key}={extra[key]}: platform {platform.name} has no {kind.upper()} DVFS table")
+            continue
+        if key not in extra:
+            mhz[kind] = levels[kind][-1]
+            continue
+        try:
+            f = float(extra[key])
+        except ValueError:
+            raise DseError(f"{key} must be a number of MHz, got {extra[key]!r}") from None
+        match = [x for x in levels[kind] if abs(x - f) < 1e-6]
+        if not match:
+            raise DseError(f"{key}={extra[key]} is not a {kind.upper()} level of power mode {mode.name} on "
+                           f"{platform.name}; levels: {', '.join(f'{x:g}' for x in levels[kind])}")
+        mhz[kind] = match[0]
+    mhz = {k: f for k, f in mhz.items() if f != clock_table(platform, k)[-1]}   # None = the top, as before modes
+    top = {m.ceiling("EMC") for m in power_modes(platform).values()} - {None}
+    emc = mode.ceiling("EMC")
+    scale = max(top) / emc if (emc and top) else 1.0
+    return ClockSetting(mode, tuple(sorted(mhz.items())), scale)
+
+
+def time_scale(platform: Platform, setting: ClockSetting, kind: str) -> float:
+    """t(setting) / t(MAXN) of work on a clock kind: the compute share scales with fmax / f (and with the GPU
+    units a mode powers), the memory-bound share phi (``dvfs.memory_bound``) with the EMC ceiling instead."""
+    from dse.backends.sim.tasktime import freq_span, memory_bound
+
+    span, f = freq_span(platform, kind), setting.of(kind)
+    compute = span[1] / f if (span and f) else 1.0
+    units = setting.mode.gpu_units if kind == "gpu" else 1.0
+    if compute == 1.0 and units == 1.0 and setting.emc_scale == 1.0:
+        return 1.0                   # exactly: MAXN numbers must not move by a rounding
+    phi = memory_bound(platform)[kind]
+    return (1.0 - phi) * compute / units + phi * setting.emc_scale
+
+
+def clock_extra(platform: Platform, mode: str, mhz: Mapping[str, float]) -> dict[str, str]:
+    """``config.extra`` entries for a mode and clocks (kind -> MHz), canonical: the default mode and clocks at the
+    mode's ceiling are left out, so full clocks are the plain configuration (one hash, one measurement)."""
+    levels = mode_levels(platform, power_mode(platform, mode))
+    out = {} if mode == next(iter(power_modes(platform))) else {MODE_KEY: mode}
+    for k, v in mhz.items():
+        if float(v) != levels[k][-1]:
+            out[EXTRA_KEYS[k]] = format(float(v), ".10g")
+    return out
+
+
+def is_clocked(extra: Mapping[str, str]) -> bool:
+    """Whether a configuration sets a power mode or a clock (a board backend must apply them or refuse)."""
+    return MODE_KEY in extra or any(k in extra for k in EXTRA_KEYS.values())

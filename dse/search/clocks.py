@@ -1,0 +1,245 @@
+"""Energy as an objective of the pipeline DSE: power modes x clocks over the best mappings the search found.
+
+The mapping search maximizes FPS at full clocks (thesis Ch. 3). This phase takes the few best distinct mappings
+it measured (option + cuts, with their tuned threads, buffers and streams) and, in every power mode asked for,
+lowers the clocks with Algorithm 6 of thesis Ch. 4 (``dse.rt.dvfs.set_freq``: greedy coordinate descent from
+the mode's ceilings, GPU first) while the measured FPS stays at or above a floor, measuring every step on the
+board. The floor is ``min_fps``; the Pareto mode adds floors at fractions of each mapping's top FPS, so the
+points measured trace the FPS vs J/frame front. The answer is ranked by ``objective`` on fresh re-runs of the
+few best points (never on their luckiest sample), as is the FPS-optimal configuration it is compared with.
+
+``fps_per_watt`` is FPS / W = 1 / (J per frame): it ranks exactly like ``energy`` and is reported as FPS/W.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from dse.configuration import Configuration
+from dse.dvfs.modes import EXTRA_KEYS, MODE_KEY, clock_extra, is_clocked, mode_levels, power_mode, power_modes
+from dse.errors import DseError, choices_error
+from dse.measurement import Measurement
+from dse.platform import Platform
+from dse.rt.dvfs import set_freq
+from dse.search.probe import Probe
+
+PHASE = "clocks"
+OBJECTIVES = ("fps", "energy", "fps_per_watt")
+ORDER = ("gpu", "cpu", "dla")          # Algorithm 6's order on the Xavier (thesis l. 1309)
+FRONT_FLOORS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4)   # Pareto mode: floors as fractions of a mapping's top FPS
+# search-group keys of this phase -> EnergySettings fields (a part of their own, so changing them reruns only it)
+SEARCH_KEYS = {"objective": "objective", "min_fps": "min_fps", "power_modes": "power_modes", "pareto": "pareto",
+               "energy_mappings": "mappings", "energy_repeats": "repeats"}
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    objective: str = "fps"
+    min_fps: float = 0.0              # the answer must reach this FPS (re-measured mean)
+    power_modes: tuple[str, ...] = ()   # modes to search; empty = every mode of the platform
+    pareto: bool = False              # also trace the FPS vs J/frame front
+    mappings: int = 3                 # distinct mappings (option + cuts) carried into the clock phase
+    repeats: int = 3                  # fresh re-runs that rank the best points and the FPS-optimal reference
+
+    def __post_init__(self):
+        object.__setattr__(self, "power_modes", tuple(str(m) for m in (self.power_modes or ())))
+        if self.objective not in OBJECTIVES:
+            raise choices_error("search.objective", self.objective, OBJECTIVES)
+        if not (isinstance(self.min_fps, (int, float)) and self.min_fps >= 0):
+            raise DseError(f"search.min_fps must be a number >= 0, got {self.min_fps!r}")
+        from dse.config import bounded_int
+
+        bounded_int(self.mappings, "search.energy_mappings", 1, 100)
+        bounded_int(self.repeats, "search.energy_repeats", 1, 100)
+
+    @property
+    def active(self) -> bool:
+        """Whether the run has a clock phase (the default, FPS at full clocks, has none; objective=fps with
+        power_modes is the best FPS within those modes)."""
+        return self.objective != "fps" or self.pareto or self.min_fps > 0 or bool(self.power_modes)
+
+    @classmethod
+    def split(cls, search: Mapping[str, Any]) -> tuple[dict, "EnergySettings"]:
+        """(the search group without this phase's keys, the settings those keys make)."""
+        rest = {k: v for k, v in search.items() if k not in SEARCH_KEYS}
+        mine = {SEARCH_KEYS[k]: v for k, v in search.items() if k in SEARCH_KEYS}
+        if "power_modes" in mine:
+            mine["power_modes"] = tuple(mine["power_modes"] or ())
+        return rest, cls(**mine)
+
+    def check(self, platform: Platform) -> None:
+        """Refuse at planning what the platform cannot do: a mode it does not define, no power model."""
+        for m in self.power_modes:
+            power_mode(platform, m)
+        if not self.active:
+            return
+        if platform.power is None:
+            raise DseError(f"search.objective={self.objective} / pareto / min_fps need a power model, and platform "
+                           f"{platform.name} has none")
+        if platform.backend != "sim":
+            raise DseError(f"the clock phase sets power modes and clocks, which the {platform.backend} backend does "
+                           "not apply yet (the board agent measures at the board's current settings); set the "
+                           "mode on the board and search with objective=fps")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["power_modes"] = list(self.power_modes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "EnergySettings":
+        d = dict(d)
+        d["power_modes"] = tuple(d.get("power_modes") or ())
+        return cls(**d)
+
+
+def objective_key(objective: str) -> Callable[[float, float], float]:
+    """Lower is better, from (FPS, J/frame)."""
+    if objective == "fps":
+        return lambda fps, e: -fps
+    return lambda fps, e: e          # energy; fps_per_watt = 1 / (J/frame) ranks the same
+
+
+def mapping_candidates(best: Configuration, measured: Sequence[Measurement], n: int) -> list[Configuration]:
+    """The FPS-optimal configuration, then the best-FPS configuration of each other mapping option the search ran
+    at full clocks, then other cut tuples by FPS, up to ``n`` mappings: a slower mapping on other PEs may need
+    less energy per frame at a throughput floor."""
+    runs = sorted((m for m in measured if m.ok and not is_clocked(dict(m.config.extra))), key=lambda m: -m.fps)
+    out, seen = [best], {(best.option, best.cuts)}
+    options = {best.option}
+    for first_per_option in (True, False):
+        for m in runs:
+            key = (m.config.option, m.config.cuts)
+            if len(out) >= n or key in seen or (first_per_option and m.config.option in options):
+                continue
+            seen.add(key)
+            options.add(m.config.option)
+            out.append(m.config)
+    return out
+
+
+@dataclass
+class ClockResult:
+    """What the clock phase measured and chose."""
+
+    settings: EnergySettings
+    points: list[dict] = field(default_factory=list)      # one row per configuration measured (MAXN included)
+    feasible: bool = True
+    reason: str = ""
+    chosen: dict | None = None        # the answer: config, mode, clocks, re-measured means
+    reference: dict | None = None     # the FPS-optimal configuration at full clocks, re-measured the same way
+    ranked: list[dict] = field(default_factory=list)      # the re-measured finalists, best first
+    measured: int = 0
+
+    def to_dict(self) -> dict:
+        return {"settings": self.settings.to_dict(), "feasible": self.feasible, "reason": self.reason,
+                "chosen": self.chosen, "reference": self.reference, "ranked": self.ranked,
+                "measured": self.measured, "points": self.points,
+                "energy_ratio": (self.chosen["energy_j_per_frame"] / self.reference["energy_j_per_frame"]
+                                 if self.chosen and self.reference else None)}
+
+
+def _row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
+    c = m.config
+    return {"option": c.option, "cuts": list(c.cuts), "streams": list(c.streams), "buffers": c.buffers,
+            "pre_threads": c.pre_threads, "post_threads": c.post_threads, "power_mode": mode,
+            "gpu_mhz": mhz.get("gpu"), "dla_mhz": mhz.get("dla"), "cpu_mhz": mhz.get("cpu"),
+            "fps": float(m.fps) if m.ok else 0.0, "power_w": m.power_w, "energy_j_per_frame": m.energy_j_per_frame,
+            "status": m.status, "config_hash": c.hash, "config": c.to_dict()}
+
+
+def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configuration],
+                settings: EnergySettings, progress: Callable[[str], None] | None = None) -> ClockResult:
+    """Algorithm 6 per mapping x power mode at each FPS floor; the front; the answer ranked on fresh re-runs."""
+    modes = list(settings.power_modes or power_modes(platform))
+    before = probe.measured
+    rows: dict[str, dict] = {}
+
+    def at(config: Configuration, mode: str, mhz: Mapping[str, float]) -> Measurement:
+        c = config.with_(extra={**_unclocked(config), **clock_extra(platform, mode, mhz)})
+        m = probe.measure(c, PHASE)
+        if m.ok and m.energy_j_per_frame is None:
+            raise DseError(f"{platform.name} measured no power for {c.hash}: the clock phase needs energy")
+        rows.setdefault(c.hash, _row(m, mode, mhz))
+        return m
+
+    full = next(iter(power_modes(platform)))
+    full_mhz = {k: v[-1] for k, v in mode_levels(platform, power_mode(platform, full)).items()}
+    top = {c.hash: at(c, full, full_mhz) for c in candidates}   # the reference, whatever modes are searched
+
+    def top_hash(c: Configuration) -> str:
+        return c.with_(extra={**_unclocked(c), **clock_extra(platform, full, full_mhz)}).hash
+
+    for config in candidates:
+        m0 = top[config.hash]
+        if not m0.ok:
+            continue
+        floors = sorted({settings.min_fps, *([f * m0.fps for f in FRONT_FLOORS] if settings.pareto else [])},
+                        reverse=True)
+        for mode in modes:
+            levels = mode_levels(platform, power_mode(platform, mode))
+            if progress:
+                progress(f"{config.option} cuts {list(config.cuts)}: mode {mode}, floors "
+                         + ", ".join(f"{f:.0f}" for f in floors) + " FPS")
+            for floor in floors:
+                set_freq(levels, lambda f, c=config, fl=floor, md=mode: _fps(at(c, md, f)) >= fl,
+                         lambda f, c=config, md=mode: at(c, md, f).energy_j_per_frame, ORDER)
+    result = ClockResult(settings, points=_with_front(list(rows.values())))
+    result.measured = probe.measured - before
+    key = objective_key(settings.objective)
+    allowed = [r for r in result.points if r["status"] == "ok" and r["power_mode"] in modes]
+    feasible = [r for r in allowed if r["fps"] >= settings.min_fps]
+    if not feasible:
+        result.feasible = False
+        b = max(allowed, key=lambda r: r["fps"], default=None)
+        result.reason = (f"min_fps {settings.min_fps:g} is above every FPS measured: the best is {b['fps']:.1f} FPS "
+                         f"({b['option']}, cuts {b['cuts']}, {b['power_mode']})" if b else
+                         "no configuration of the clock phase ran (see the reasons in cache/clocks.parquet)")
+        return result
+    fresh = range(1, settings.repeats + 1)
+    finalists = sorted(feasible, key=lambda r: key(r["fps"], r["energy_j_per_frame"]))[:3]
+    ranked = [_remeasured(probe, r, fresh) for r in finalists]
+    ok = [r for r in ranked if r["fps"] >= settings.min_fps]
+    if not ok:
+        result.feasible = False
+        result.reason = (f"min_fps {settings.min_fps:g}: the points that reached it once fall below it on "
+                         f"{settings.repeats} fresh re-runs (best mean {max(r['fps'] for r in ranked):.1f} FPS)")
+        result.ranked = ranked
+        return result
+    result.ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
+    result.chosen = result.ranked[0]
+    result.reference = _remeasured(probe, rows[top_hash(candidates[0])], fresh)
+    return result
+
+
+def _fps(m: Measurement) -> float:
+    return float(m.fps) if m.ok else 0.0
+
+
+def _unclocked(config: Configuration) -> dict:
+    return {k: v for k, v in config.extra if k != MODE_KEY and k not in EXTRA_KEYS.values()}
+
+
+def _remeasured(probe: Probe, row: dict, repeats: range) -> dict:
+    """``row`` with the means of FPS, power and J/frame over fresh re-runs (and the re-runs' FPS)."""
+    runs = probe.rerun(Configuration.from_dict(row["config"]), PHASE, repeats)
+    fps = [_fps(m) for m in runs]
+    energy = [m.energy_j_per_frame for m in runs if m.ok and m.energy_j_per_frame]
+    power = [m.power_w for m in runs if m.ok and m.power_w]
+    return {**{k: v for k, v in row.items() if k != "on_front"}, "search_fps": row["fps"],
+            "fps": float(np.mean(fps)), "energy_j_per_frame": float(np.mean(energy)) if energy else None,
+            "power_w": float(np.mean(power)) if power else None, "reruns": [round(x, 3) for x in fps]}
+
+
+def _with_front(rows: list[dict]) -> list[dict]:
+    """Rows marked ``on_front``: no other row has at least the FPS and at most the J/frame, one of them strictly."""
+    from dse.dvfs.search import pareto_mask
+
+    ok = [r for r in rows if r["status"] == "ok" and r["energy_j_per_frame"] is not None]
+    mask = pareto_mask([r["fps"] for r in ok], [r["energy_j_per_frame"] for r in ok]) if ok else []
+    on = {id(r) for r, keep in zip(ok, mask) if keep}
+    for r in rows:
+        r["on_front"] = id(r) in on
+    return rows
