@@ -169,9 +169,6 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
     full_mhz = {k: v[-1] for k, v in mode_levels(platform, power_mode(platform, full)).items()}
     top = {c.hash: at(c, full, full_mhz) for c in candidates}   # the reference, whatever modes are searched
 
-    def top_hash(c: Configuration) -> str:
-        return c.with_(extra={**_unclocked(c), **clock_extra(platform, full, full_mhz)}).hash
-
     for config in candidates:
         m0 = top[config.hash]
         if not m0.ok:
@@ -210,7 +207,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         return result
     result.ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
     result.chosen = result.ranked[0]
-    result.reference = _remeasured(probe, rows[top_hash(candidates[0])], fresh)
+    result.reference = _remeasured(probe, rows[top[candidates[0].hash].config.hash], fresh)
     return result
 
 
