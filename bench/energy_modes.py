@@ -71,7 +71,7 @@ def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
     """Every MAXN clock triple on the answer's mapping; the best three feasible re-measured like the answer."""
     from dse.configuration import Configuration
     from dse.dvfs.modes import clock_extra, mode_levels, power_mode
-    from dse.search.clocks import PHASE, _remeasured, _row
+    from dse.search.clocks import PHASE, point_row, remeasured
 
     config = Configuration.from_dict(chosen["config"]).with_(extra={})
     levels = mode_levels(platform, power_mode(platform, "MAXN"))
@@ -80,9 +80,9 @@ def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
         mhz = {"gpu": g, "dla": d, "cpu": c}
         m = probe.measure(config.with_(extra=clock_extra(platform, "MAXN", mhz)), PHASE)
         if m.ok and m.fps >= min_fps:
-            rows.append(_row(m, "MAXN", mhz))
+            rows.append(point_row(m, "MAXN", mhz))
     best3 = sorted(rows, key=lambda r: r["energy_j_per_frame"])[:3]
-    ranked = sorted((_remeasured(probe, r, range(1, REPEATS + 1)) for r in best3),
+    ranked = sorted((remeasured(probe, r, range(1, REPEATS + 1)) for r in best3),
                     key=lambda r: (r["fps"] < min_fps, r["energy_j_per_frame"]))
     return {"points": len(levels["gpu"]) * len(levels["dla"]) * len(levels["cpu"]), "feasible": len(rows),
             "best": _brief(ranked[0]) if ranked else None}

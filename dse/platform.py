@@ -415,6 +415,15 @@ class Platform:
             raise choices_error(f"PE kind of platform {self.name}", kind, valid)
         return ("cpu", int(kind[3:])) if kind.startswith("cpu") else (kind, 0)
 
+    def freq_table(self, kind: str) -> tuple[float, ...]:
+        """Ascending DVFS levels of a clock kind (cpu: the CPU's; gpu, dla: the first PE of that type), () without."""
+        if kind == "cpu":
+            table = self.cpu_freq_mhz
+        else:
+            pes = [p for p in self.pes.values() if p.type == kind]
+            table = pes[0].freq_mhz if pes else ()
+        return tuple(sorted(float(f) for f in table))
+
     def cpu_freq_mhz_at(self, active_cores: int) -> float:
         """Big-core frequency while ``active_cores`` of them are busy (governor + hot-plug table), else the
         highest frequency of the big cluster (no DVFS policy, as on HiKey970)."""

@@ -41,17 +41,6 @@ class PowerMode:
         return dict(self.max_mhz).get(knob.upper())
 
 
-def clock_table(platform: Platform, kind: str) -> tuple[float, ...]:
-    """Ascending DVFS levels of a clock kind (gpu: the main PE's, dla: the first DLA's, cpu: the CPU's)."""
-    if kind == "cpu":
-        return tuple(sorted(platform.cpu_freq_mhz))
-    if kind == "gpu":
-        pe = platform.pes.get(platform.main_pe)
-        return tuple(sorted(pe.freq_mhz)) if pe is not None else ()
-    dlas = platform.dla_pes()
-    return tuple(sorted(dlas[0].freq_mhz)) if dlas else ()
-
-
 def power_modes(platform: Platform) -> dict[str, PowerMode]:
     """The platform's ``power_modes`` section, checked; without one, a single MAXN (every clock at its top)."""
     section = (platform.raw or {}).get("power_modes")
@@ -83,8 +72,9 @@ def power_modes(platform: Platform) -> dict[str, PowerMode]:
     return modes
 
 
-def power_mode(platform: Platform, name: str | None) -> PowerMode:
-    modes = power_modes(platform)
+def power_mode(platform: Platform, name: str | None, modes: Mapping[str, PowerMode] | None = None) -> PowerMode:
+    """A mode by name (None: the platform's first, MAXN); ``modes``: the platform's, when already parsed."""
+    modes = power_modes(platform) if modes is None else modes
     if name is None:
         return next(iter(modes.values()))
     if name not in modes:
@@ -96,7 +86,7 @@ def mode_levels(platform: Platform, mode: PowerMode) -> dict[str, list[float]]:
     """Ascending levels per clock kind a configuration may set in ``mode`` (kinds without a table left out)."""
     out = {}
     for kind in KNOBS:
-        table = clock_table(platform, kind)
+        table = platform.freq_table(kind)
         if not table:
             continue
         cap = mode.ceiling(kind)
@@ -124,7 +114,8 @@ class ClockSetting:
 
 def clock_setting(platform: Platform, extra: Mapping[str, str]) -> ClockSetting:
     """The checked clocks of ``config.extra``; a DseError names the bad mode or level and the valid ones."""
-    mode = power_mode(platform, extra.get(MODE_KEY))
+    modes = power_modes(platform)
+    mode = power_mode(platform, extra.get(MODE_KEY), modes)
     levels = mode_levels(platform, mode)
     mhz = {}
     for kind, key in EXTRA_KEYS.items():
@@ -144,25 +135,19 @@ def clock_setting(platform: Platform, extra: Mapping[str, str]) -> ClockSetting:
             raise DseError(f"{key}={extra[key]} is not a {kind.upper()} level of power mode {mode.name} on "
                            f"{platform.name}; levels: {', '.join(f'{x:g}' for x in levels[kind])}")
         mhz[kind] = match[0]
-    mhz = {k: f for k, f in mhz.items() if f != clock_table(platform, k)[-1]}   # None = the top, as before modes
-    top = {m.ceiling("EMC") for m in power_modes(platform).values()} - {None}
+    mhz = {k: f for k, f in mhz.items() if f != platform.freq_table(k)[-1]}   # None = the top, as before modes
+    top = {m.ceiling("EMC") for m in modes.values()} - {None}
     emc = mode.ceiling("EMC")
     scale = max(top) / emc if (emc and top) else 1.0
     return ClockSetting(mode, tuple(sorted(mhz.items())), scale)
 
 
 def time_scale(platform: Platform, setting: ClockSetting, kind: str) -> float:
-    """t(setting) / t(MAXN) of work on a clock kind: the compute share scales with fmax / f (and with the GPU
-    units a mode powers), the memory-bound share phi (``dvfs.memory_bound``) with the EMC ceiling instead."""
-    from dse.backends.sim.tasktime import freq_span, memory_bound
+    """t(setting) / t(MAXN) of work on a clock kind (``dvfs_scale`` with the mode's GPU units and EMC ceiling)."""
+    from dse.backends.sim.tasktime import dvfs_scale
 
-    span, f = freq_span(platform, kind), setting.of(kind)
-    compute = span[1] / f if (span and f) else 1.0
-    units = setting.mode.gpu_units if kind == "gpu" else 1.0
-    if compute == 1.0 and units == 1.0 and setting.emc_scale == 1.0:
-        return 1.0                   # exactly: MAXN numbers must not move by a rounding
-    phi = memory_bound(platform)[kind]
-    return (1.0 - phi) * compute / units + phi * setting.emc_scale
+    return dvfs_scale(platform, kind, setting.of(kind), units=setting.mode.gpu_units if kind == "gpu" else 1.0,
+                      mem_scale=setting.emc_scale)
 
 
 def clock_extra(platform: Platform, mode: str, mhz: Mapping[str, float]) -> dict[str, str]:

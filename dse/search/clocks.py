@@ -64,10 +64,7 @@ class EnergySettings:
     def split(cls, search: Mapping[str, Any]) -> tuple[dict, "EnergySettings"]:
         """(the search group without this phase's keys, the settings those keys make)."""
         rest = {k: v for k, v in search.items() if k not in SEARCH_KEYS}
-        mine = {SEARCH_KEYS[k]: v for k, v in search.items() if k in SEARCH_KEYS}
-        if "power_modes" in mine:
-            mine["power_modes"] = tuple(mine["power_modes"] or ())
-        return rest, cls(**mine)
+        return rest, cls(**{SEARCH_KEYS[k]: v for k, v in search.items() if k in SEARCH_KEYS})
 
     def check(self, platform: Platform) -> None:
         """Refuse at planning what the platform cannot do: a mode it does not define, no power model."""
@@ -90,8 +87,6 @@ class EnergySettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "EnergySettings":
-        d = dict(d)
-        d["power_modes"] = tuple(d.get("power_modes") or ())
         return cls(**d)
 
 
@@ -141,7 +136,8 @@ class ClockResult:
                                  if self.chosen and self.reference else None)}
 
 
-def _row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
+def point_row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
+    """One measured point of the clock phase: mapping, parameters, mode, clocks (MHz per kind), results."""
     c = m.config
     return {"option": c.option, "cuts": list(c.cuts), "streams": list(c.streams), "buffers": c.buffers,
             "pre_threads": c.pre_threads, "post_threads": c.post_threads, "power_mode": mode,
@@ -162,7 +158,8 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         m = probe.measure(c, PHASE)
         if m.ok and m.energy_j_per_frame is None:
             raise DseError(f"{platform.name} measured no power for {c.hash}: the clock phase needs energy")
-        rows.setdefault(c.hash, _row(m, mode, mhz))
+        if c.hash not in rows:
+            rows[c.hash] = point_row(m, mode, mhz)
         return m
 
     full = next(iter(power_modes(platform)))
@@ -197,7 +194,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         return result
     fresh = range(1, settings.repeats + 1)
     finalists = sorted(feasible, key=lambda r: key(r["fps"], r["energy_j_per_frame"]))[:3]
-    ranked = [_remeasured(probe, r, fresh) for r in finalists]
+    ranked = [remeasured(probe, r, fresh) for r in finalists]
     ok = [r for r in ranked if r["fps"] >= settings.min_fps]
     if not ok:
         result.feasible = False
@@ -207,7 +204,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         return result
     result.ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
     result.chosen = result.ranked[0]
-    result.reference = _remeasured(probe, rows[top[candidates[0].hash].config.hash], fresh)
+    result.reference = remeasured(probe, rows[top[candidates[0].hash].config.hash], fresh)
     return result
 
 
@@ -219,7 +216,7 @@ def _unclocked(config: Configuration) -> dict:
     return {k: v for k, v in config.extra if k != MODE_KEY and k not in EXTRA_KEYS.values()}
 
 
-def _remeasured(probe: Probe, row: dict, repeats: range) -> dict:
+def remeasured(probe: Probe, row: dict, repeats: range) -> dict:
     """``row`` with the means of FPS, power and J/frame over fresh re-runs (and the re-runs' FPS)."""
     runs = probe.rerun(Configuration.from_dict(row["config"]), PHASE, repeats)
     fps = [_fps(m) for m in runs]

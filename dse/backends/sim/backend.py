@@ -43,6 +43,7 @@ class Planned:
     dla_engines: int = 0                                           # engines deserialized on the DLAs
     dla_loadables_per_core: dict[int, int] = field(default_factory=dict)
     fallback_reasons: dict[str, int] = field(default_factory=dict)   # failed DLA rule -> fallback layers
+    clocks: ClockSetting | None = None                               # the power mode and clocks it runs at
 
 
 class SimBackend:
@@ -176,7 +177,7 @@ class SimBackend:
         cpu_f = time_scale(p, clocks, "cpu")
         return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
                        dla_engines=engines, dla_loadables_per_core=per_core,
-                       fallback_reasons=cm.fallback_reasons(fallback_ids))
+                       fallback_reasons=cm.fallback_reasons(fallback_ids), clocks=clocks)
 
     def profile_tasks(self, config: Configuration, runs: int = 300, wcet_rule: str = "max6sigma",
                       *, repeat: int = 0):
@@ -200,7 +201,7 @@ class SimBackend:
         rng_seed = int(noise_rng(self.settings.seed, config.hash, repeat).integers(0, 2**31 - 1))
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers,
-                        cpu_cores=_clocks(p, config).mode.cpu_online,
+                        cpu_cores=planned.clocks.mode.cpu_online,
                         cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace,
                         buffer_scope=p.buffer_scope if config.buffers > 1 else "pipeline")
@@ -250,7 +251,7 @@ class SimBackend:
             util[d.name] = round(busy, 4)
         cpu_util = min(1.0, res.cpu_busy_cores / p.cpu_cores)
         util["CPU"] = round(cpu_util, 4)
-        clocks = _clocks(p, config)
+        clocks = planned.clocks
         load = {p.main_pe: res.gpu_load * clocks.mode.gpu_units}   # a mode's gated TPCs draw nothing
         for d, busy in zip(p.dla_pes(), res.dla_busy):
             load[d.name] = busy

@@ -85,12 +85,8 @@ def memory_bound(platform: Platform) -> dict[str, float]:
 
 def freq_span(platform: Platform, kind: str) -> tuple[float, float] | None:
     """(fmin, fmax) of a kind's DVFS table, None without one."""
-    if kind == "cpu":
-        table = platform.cpu_freq_mhz
-    else:
-        pes = [p for p in platform.pes.values() if p.type == kind]
-        table = pes[0].freq_mhz if pes else ()
-    return (float(min(table)), float(max(table))) if table else None
+    table = platform.freq_table(kind)
+    return (table[0], table[-1]) if table else None
 
 
 def clock_mhz(freqs: Mapping[str, float | None] | None, kind: str) -> float | None:
@@ -101,13 +97,17 @@ def clock_mhz(freqs: Mapping[str, float | None] | None, kind: str) -> float | No
     return None
 
 
-def dvfs_scale(platform: Platform, kind: str, mhz: float | None, phi: float | None = None) -> float:
-    """t(f) / t(fmax) = (1 - phi) * fmax / f + phi (1.0 at fmax or without a DVFS table)."""
+def dvfs_scale(platform: Platform, kind: str, mhz: float | None, phi: float | None = None, *,
+               units: float = 1.0, mem_scale: float = 1.0) -> float:
+    """t(f) / t(fmax) = (1 - phi) * fmax / f / units + phi * mem_scale: the compute share scales with the clock
+    (and with the share of units powered, e.g. a power mode's GPU TPCs), the memory-bound share phi with the
+    memory clock (``mem_scale`` = EMC top / EMC now). Exactly 1.0 at fmax (``mhz`` None) with everything on."""
     span = freq_span(platform, kind)
-    if not mhz or span is None:
+    if (not mhz or span is None) and units == 1.0 and mem_scale == 1.0:
         return 1.0
     phi = memory_bound(platform)[kind] if phi is None else phi
-    return (1.0 - phi) * span[1] / float(mhz) + phi
+    compute = span[1] / float(mhz) if (mhz and span) else 1.0
+    return (1.0 - phi) * compute / units + phi * mem_scale
 
 
 def _section(platform: Platform, key: str) -> dict:
