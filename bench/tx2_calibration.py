@@ -18,35 +18,11 @@ import numpy as np
 
 from bench.layermap_calibration import _get, _set, raw_profile
 from bench.machine import write_result
+from dse.dvfs.anchors import FITTED
 
 OUT = Path(__file__).resolve().parent / "results" / "tx2_calibration.json"
 PLATFORM = "tx2-sim"
 NEEDED = 24
-# fitted parameter -> (paths in the profile set to it, bounds)
-FITTED = {
-    "eff_winograd": (("cost.gpu.efficiency.winograd",), (0.3, 2.5)),
-    "eff_conv": (("cost.gpu.efficiency.conv", "cost.gpu.efficiency.conv_grouped", "cost.gpu.efficiency.conv_1x1"),
-                 (0.05, 2.0)),
-    "eff_gemm": (("cost.gpu.efficiency.gemm",), (0.05, 2.0)),
-    "gpu_bandwidth": (("cost.gpu.bandwidth_gbs",), (2.0, 59.7)),
-    "gpu_layer_us": (("cost.gpu.launch_us",), (0.0, 500.0)),
-    "mem_knee": (("clocked.gpu.mem_knee_mhz",), (100.0, 1300.5)),
-    "mem_exponent": (("clocked.gpu.mem_exponent",), (0.2, 2.0)),
-    "emc_floor": (("clocked.emc.floor",), (0.05, 1.0)),
-    "emc_knee": (("clocked.emc.knee_mhz",), (400.0, 2035.2)),
-    "token_ns": (("clocked.host.token_ns",), (0.0, 5.0)),
-    "frame_us": (("clocked.host.frame_us",), (0.0, 20000.0)),
-    "overlap": (("clocked.host.overlap",), (1.0, 8.0)),
-    "cpu_idle": (("clocked.power.cpu.A57.idle_w",), (0.0, 3.0)),
-    "cpu_busy": (("clocked.power.cpu.A57.busy_w", "clocked.power.cpu.Denver.busy_w", "power.cpu_core_w",
-                  "power.cpu.A57.busy_w", "power.cpu.Denver.busy_w"), (0.0, 5.0)),
-    "cpu_exponent": (("clocked.power.cpu.A57.exponent", "clocked.power.cpu.Denver.exponent"), (1.0, 8.0)),
-    "gpu_idle_min": (("clocked.power.gpu.idle_min_w",), (0.0, 2.0)),
-    "gpu_idle_max": (("clocked.power.gpu.idle_max_w", "power.pe.GPU.idle_w"), (0.0, 4.0)),
-    "gpu_busy": (("clocked.power.gpu.busy_w", "power.pe.GPU.busy_w", "power.pe.GPU.dynamic_w"), (0.0, 12.0)),
-    "gpu_exponent": (("clocked.power.gpu.exponent",), (1.0, 4.0)),
-    "memory_w": (("clocked.power.memory_w",), (0.0, 10.0)),
-}
 
 
 def with_values(raw: dict, values: dict[str, float]) -> dict:

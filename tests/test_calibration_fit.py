@@ -69,3 +69,45 @@ def test_set_changes_the_composed_profile_and_refuses_unknown_paths():
         platform_profile("xavier-agx-sim", ["cost.handover_us"])
     with pytest.raises(DseError, match="xavier-agx-sim"):
         platform_profile("xavier", [])
+
+
+def test_tied_paths_move_by_one_multiplier_and_each_keeps_its_own_value():
+    profile = {"cost": {"rate": 2.0, "copy": 4.0, "overhead": 1.0}}
+    r = fit(profile, _toy, ["cost.rate+cost.copy", "cost.overhead"], max_evaluations=200)
+    assert r.fitted[0] == pytest.approx(3.0, rel=0.02)                  # the first path is the parameter's value
+    values = dict(r.values())
+    assert values["cost.copy"] == pytest.approx(2 * values["cost.rate"])  # the tied path keeps its ratio
+    assert [o.split("=")[0] for o in r.overrides()] == ["platform.cost.rate", "platform.cost.copy",
+                                                         "platform.cost.overhead"]
+    applied = {"cost": dict(profile["cost"])}
+    r.apply(applied)
+    assert applied["cost"]["copy"] == pytest.approx(6.0, rel=0.02) and profile["cost"]["copy"] == 4.0
+    assert "| cost.rate (+ 1 tied: cost.copy) |" in fit_table(r)
+    with pytest.raises(DseError, match="no key 'nope'"):
+        fit(profile, _toy, ["cost.rate+cost.nope"])
+
+
+def test_tx2_is_calibrated_against_table_2_and_other_boards_are_refused(capsys):
+    from dse.backends.sim.anchor_sets import anchor_set
+    from dse.cli import main
+    from dse.dvfs.anchors import compare, table2_anchors
+    from dse.platform import load_platform
+
+    platform = load_platform("tx2-sim")
+    rows, anchors = compare(platform), table2_anchors(platform)
+    assert len(anchors) == 2 * len(rows) == 54
+    assert sum(a.ok for a in anchors) == sum(int(r["fps_ok"]) + int(r["energy_ok"]) for r in rows)
+    for group in {a.group for a in anchors}:                 # each network x quantity has both halves
+        assert {a.split for a in anchors if a.group == group} == {"fit", "held-out"}
+    assert anchor_set("tx2-sim", platform_profile("tx2-sim", [])).board_model == "jetson-tx2"
+    with pytest.raises(DseError, match=r"orin-agx-sim \(board_model jetson-agx-orin-64gb\) has no published "
+                                       r"anchors.*platforms with anchors: .*tx2-sim.*xavier-agx-sim"):
+        anchor_set("orin-agx-sim", platform_profile("orin-agx-sim", []))
+
+    assert main(["calibrate", "--platform", "tx2-sim", "--fit", "clocked.host.frame_us", "--fit-evaluations",
+                 "4"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 001 Table 2" in out and "held-out throughput anchors" in out
+    assert "platform.clocked.host.frame_us=" in out
+    assert main(["calibrate", "--platform", "tx2-sim", "--decisions"]) == 2
+    assert "Table 3.5 option choices are Xavier AGX figures" in capsys.readouterr().err

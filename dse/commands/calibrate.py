@@ -1,5 +1,6 @@
-"""`dse calibrate`: every published anchor the sim reproduces, the simulated value, the error, a summary per split
-(fit / held-out) and kind (throughput / ranking); ``--decisions`` adds the option choices of Table 3.5."""
+"""`dse calibrate`: every published anchor of the platform's board that the sim reproduces (Xavier AGX:
+CALIBRATION.md; TX2: seed 001 Table 2), the simulated value, the error, a summary per split (fit / held-out) and
+kind (throughput / ranking); ``--decisions`` adds the option choices of Table 3.5 (Xavier)."""
 from __future__ import annotations
 
 BEGIN, END = "<!-- dse calibrate: begin -->", "<!-- dse calibrate: end -->"
@@ -10,7 +11,9 @@ def add_parser(subparsers) -> None:
                               description="Simulate every anchor of CALIBRATION.md the sim can reproduce and "
                                           "print published vs simulated values with the error, and a summary for "
                                           "the fit and the held-out half of the anchors.")
-    p.add_argument("--platform", default="xavier-agx-sim", help="platform profile (the anchors are for Xavier AGX)")
+    p.add_argument("--platform", default="xavier-agx-sim",
+                   help="platform profile; its board picks the anchors: Xavier AGX (CALIBRATION.md, thesis Ch. 3-4) "
+                        "or TX2 (tx2-sim: seed 001 Table 2, 27 rows of throughput and energy)")
     p.add_argument("--quick", action="store_true", help="only the 416x416 batch-1 anchors of the main networks")
     p.add_argument("--decisions", action="store_true",
                    help="also search and fine-tune every option of the 18 Table 3.5 rows (about 10 min) and add "
@@ -22,8 +25,9 @@ def add_parser(subparsers) -> None:
                         "(repeatable; the same as the override platform.PATH=VALUE of a pipeline run, which is "
                         "also accepted)")
     p.add_argument("--fit", nargs="*", metavar="PATH", default=None,
-                   help="fit these profile values (default: the peak rates and overheads of dse.backends.sim.fit) "
-                        "to the fit half of the anchors and report both halves before and after")
+                   help="fit these profile values (default: the board's fitted values: on Xavier the peak rates and "
+                        "overheads of dse.backends.sim.fit, on TX2 dse.dvfs.anchors.FITTED; PATH+PATH ties values "
+                        "that move together) to the fit half of the anchors and report both halves before and after")
     p.add_argument("--fit-evaluations", type=int, default=150, metavar="N",
                    help="anchor evaluations the fit may spend (default 150)")
     p.add_argument("--fit-anchors", choices=("quick", "all"), default="quick",
@@ -41,32 +45,37 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from dse.backends.sim.calibration import CACHE, Networks, anchors, assign_splits, format_table, split_summary
-    from dse.platform import platform_from_dict
+    from dse.backends.sim.anchor_sets import anchor_set
+    from dse.backends.sim.calibration import CACHE, assign_splits, format_table, split_summary
+    from dse.errors import DseError
 
     cache = Path(args.cache) if args.cache else CACHE
     sets = [s.strip().removeprefix("platform.") for s in args.set]
     profile = platform_profile(args.platform, sets)
     overrides = [f"platform.{s}" for s in sets]      # the same changes for the searches of --decisions
+    anchors_of = anchor_set(args.platform, profile)
+    if args.decisions and not anchors_of.decisions:
+        raise DseError(f"--decisions: the Table 3.5 option choices are Xavier AGX figures; platform "
+                       f"{args.platform} is calibrated against {anchors_of.source}")
+    print(f"anchors: {anchors_of.source}")
 
     def evaluate(d: dict, quick: bool) -> list:
-        return anchors(Networks(platform_from_dict(d), cache_dir=cache, seed=args.seed), quick=quick)
+        return anchors_of.evaluate(d, quick, cache, args.seed)
 
     tables = []
     rows = None
     if args.fit is not None:
-        from dse.backends.sim.fit import DEFAULT_PARAMETERS, fit, fit_table, set_path
+        from dse.backends.sim.fit import fit, fit_table
 
         same_set = args.quick == (args.fit_anchors == "quick")   # the fit's anchors are the report's
-        result = fit(profile, lambda d: evaluate(d, args.fit_anchors == "quick"), args.fit or DEFAULT_PARAMETERS,
+        result = fit(profile, lambda d: evaluate(d, args.fit_anchors == "quick"), args.fit or anchors_of.fit_parameters,
                      max_evaluations=args.fit_evaluations,
                      progress=_fit_progress(args.fit_evaluations))
         before = result.before if same_set else evaluate(profile, args.quick)
         print("before the fit:")
         for line in split_summary(before):
             print(f"  {line}")
-        for path, value in zip(result.parameters, result.fitted):
-            set_path(profile, path, value)
+        result.apply(profile)
         tables.append("### Fit\n\n" + fit_table(result) + "\n\nBefore the fit:\n\n"
                       + "\n".join(f"- {line}" for line in split_summary(before)))
         print(fit_table(result))

@@ -11,6 +11,34 @@ from dataclasses import dataclass
 CPU_LEVEL = {2.00: 2035.2, 1.27: 1267.2, 0.35: 345.6}
 GPU_LEVEL = {1.30: 1300.5, 0.73: 726.75, 0.11: 114.75}
 THROUGHPUT_TOL, ENERGY_TOL = 0.10, 0.15       # issue 17's tolerances (the paper's own errors: < 6 % and < 9 %)
+GROUP = "001 Table 2"
+# The board-model values fitted to Table 2: name -> (profile paths that share the value, absolute bounds of
+# bench.tx2_calibration's least squares). ``dse calibrate --platform tx2-sim --fit`` moves each name's paths together.
+FITTED = {
+    "eff_winograd": (("cost.gpu.efficiency.winograd",), (0.3, 2.5)),
+    "eff_conv": (("cost.gpu.efficiency.conv", "cost.gpu.efficiency.conv_grouped", "cost.gpu.efficiency.conv_1x1"),
+                 (0.05, 2.0)),
+    "eff_gemm": (("cost.gpu.efficiency.gemm",), (0.05, 2.0)),
+    "gpu_bandwidth": (("cost.gpu.bandwidth_gbs",), (2.0, 59.7)),
+    "gpu_layer_us": (("cost.gpu.launch_us",), (0.0, 500.0)),
+    "mem_knee": (("clocked.gpu.mem_knee_mhz",), (100.0, 1300.5)),
+    "mem_exponent": (("clocked.gpu.mem_exponent",), (0.2, 2.0)),
+    "emc_floor": (("clocked.emc.floor",), (0.05, 1.0)),
+    "emc_knee": (("clocked.emc.knee_mhz",), (400.0, 2035.2)),
+    "token_ns": (("clocked.host.token_ns",), (0.0, 5.0)),
+    "frame_us": (("clocked.host.frame_us",), (0.0, 20000.0)),
+    "overlap": (("clocked.host.overlap",), (1.0, 8.0)),
+    "cpu_idle": (("clocked.power.cpu.A57.idle_w",), (0.0, 3.0)),
+    "cpu_busy": (("clocked.power.cpu.A57.busy_w", "clocked.power.cpu.Denver.busy_w", "power.cpu_core_w",
+                  "power.cpu.A57.busy_w", "power.cpu.Denver.busy_w"), (0.0, 5.0)),
+    "cpu_exponent": (("clocked.power.cpu.A57.exponent", "clocked.power.cpu.Denver.exponent"), (1.0, 8.0)),
+    "gpu_idle_min": (("clocked.power.gpu.idle_min_w",), (0.0, 2.0)),
+    "gpu_idle_max": (("clocked.power.gpu.idle_max_w", "power.pe.GPU.idle_w"), (0.0, 4.0)),
+    "gpu_busy": (("clocked.power.gpu.busy_w", "power.pe.GPU.busy_w", "power.pe.GPU.dynamic_w"), (0.0, 12.0)),
+    "gpu_exponent": (("clocked.power.gpu.exponent",), (1.0, 4.0)),
+    "memory_w": (("clocked.power.memory_w",), (0.0, 10.0)),
+}
+FIT_PARAMETERS = tuple("+".join(paths) for paths, _ in FITTED.values())   # ``dse calibrate --fit``'s default
 
 
 @dataclass(frozen=True)
@@ -90,5 +118,20 @@ def compare(platform, board_of: dict | None = None) -> list[dict]:
     return out
 
 
-__all__ = ["CPU_LEVEL", "ENERGY_TOL", "GPU_LEVEL", "NETWORKS", "TABLE_2", "THROUGHPUT_TOL", "Row", "analysed",
-           "boards", "compare"]
+def table2_anchors(platform, board_of: dict | None = None) -> list:
+    """The 27 rows as 54 calibration anchors (throughput and energy per image, each within its tolerance) for
+    ``dse calibrate``; fit / held-out halves alternate within each network and quantity."""
+    from dse.backends.sim.calibration import assign_splits, rel
+
+    out = []
+    for r in compare(platform, board_of):
+        clocks = f"CPU {r['f_cpu_ghz']:.2f} / GPU {r['f_gpu_ghz']:.2f} GHz"
+        out.append(rel(f"{GROUP} {r['network']} img/s", f"{r['network']} {clocks} img/s", r["fps_paper"],
+                       r["fps_sim"], THROUGHPUT_TOL))
+        out.append(rel(f"{GROUP} {r['network']} J/img", f"{r['network']} {clocks} J/img", r["energy_paper_j"],
+                       r["energy_sim_j"], ENERGY_TOL))
+    return assign_splits(out)
+
+
+__all__ = ["CPU_LEVEL", "ENERGY_TOL", "FITTED", "FIT_PARAMETERS", "GPU_LEVEL", "NETWORKS", "TABLE_2",
+           "THROUGHPUT_TOL", "Row", "analysed", "boards", "compare", "table2_anchors"]

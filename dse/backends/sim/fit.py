@@ -5,7 +5,8 @@ of a platform profile (peak rates, per-inference overheads, reformat bandwidth, 
 minimize the squared log error of the fit-split anchors only, then reports fit and held-out errors before and
 after. The virtual board is seeded, so the objective is deterministic; Powell's method (scipy) needs no gradient.
 The result is a list of Hydra overrides (``platform.cost.gpu.peak_gmacs.fp16=...``): a reviewer copies them into
-the profile, or passes them to ``dse calibrate --set`` / a pipeline run to try them first.
+the profile, or passes them to ``dse calibrate --set`` / a pipeline run to try them first. A parameter may tie
+several paths that stand for one physical value (``a.busy_w+b.busy_w``): they move by the same multiplier.
 """
 from __future__ import annotations
 
@@ -42,13 +43,28 @@ class FitResult:
     evaluations: int
     before: list = field(default_factory=list)   # anchors with the profile's values
     after: list = field(default_factory=list)    # anchors with the fitted values
+    path_starts: dict = field(default_factory=dict)   # parameter -> the profile's value of each tied path
+
+    def values(self) -> list[tuple[str, float]]:
+        """(path, fitted value) of every path; a tied path keeps its own value times the parameter's multiplier."""
+        return [(path, start * f / s) for p, s, f in zip(self.parameters, self.start, self.fitted)
+                for path, start in zip(tied_paths(p), self.path_starts.get(p, [s]))]
+
+    def apply(self, profile: dict) -> None:
+        for path, value in self.values():
+            set_path(profile, path, value)
 
     def overrides(self) -> list[str]:
-        return [f"platform.{p}={_round(v)}" for p, v in zip(self.parameters, self.fitted)]
+        return [f"platform.{path}={_round(v)}" for path, v in self.values()]
 
 
 def _round(v: float) -> float:
     return float(f"{v:.4g}")
+
+
+def tied_paths(parameter: str) -> list[str]:
+    """The profile paths a fit parameter moves together (``a.b+c.d`` -> [a.b, c.d])."""
+    return [p.strip() for p in parameter.split("+")]
 
 
 def get_path(d: dict, path: str):
@@ -110,15 +126,17 @@ def fit(profile: dict, evaluate: Callable[[dict], list], parameters: Sequence[st
     lo, hi = bounds
     if not 0 < lo <= 1 <= hi:
         raise DseError(f"fit bounds {bounds}: need 0 < low <= 1 <= high (multipliers of the profile's values)")
-    start = [get_path(profile, p) for p in parameters]
+    path_starts = {p: [get_path(profile, path) for path in tied_paths(p)] for p in parameters}
+    start = [path_starts[p][0] for p in parameters]
     seen: dict[tuple, tuple[float, list]] = {}
 
     def run(x) -> tuple[float, list]:
         key = tuple(np.round(np.asarray(x, dtype=float), 6))
         if key not in seen:
             d = copy.deepcopy(profile)
-            for p, v0, xi in zip(parameters, start, key):
-                set_path(d, p, v0 * math.exp(xi))
+            for p, xi in zip(parameters, key):
+                for path, v0 in zip(tied_paths(p), path_starts[p]):
+                    set_path(d, path, v0 * math.exp(xi))
             rows = evaluate(d)
             seen[key] = (anchor_loss(rows), rows)
             if progress:
@@ -133,13 +151,15 @@ def fit(profile: dict, evaluate: Callable[[dict], list], parameters: Sequence[st
     x_best = min(seen, key=lambda k: seen[k][0])      # Powell's last point need not be its best one
     loss1, after = seen[x_best]
     fitted = [v0 * math.exp(xi) for v0, xi in zip(start, x_best)]
-    return FitResult(list(parameters), start, fitted, loss0, loss1, len(seen), before, after)
+    return FitResult(list(parameters), start, fitted, loss0, loss1, len(seen), before, after, path_starts)
 
 
 def fit_table(result: FitResult) -> str:
     lines = ["| parameter | profile | fitted | change |", "| --- | ---: | ---: | ---: |"]
     for p, a, b in zip(result.parameters, result.start, result.fitted):
-        lines.append(f"| {p} | {_round(a)} | {_round(b)} | {(b / a - 1) * 100:+.1f} % |")
+        first, *tied = tied_paths(p)
+        name = first + (f" (+ {len(tied)} tied: {', '.join(tied)})" if tied else "")
+        lines.append(f"| {name} | {_round(a)} | {_round(b)} | {(b / a - 1) * 100:+.1f} % |")
     lines += ["", f"fit loss (mean squared log error of the fit half) {result.loss_start:.5f} -> "
                   f"{result.loss_fitted:.5f} in {result.evaluations} evaluations"]
     return "\n".join(lines)
