@@ -139,6 +139,8 @@ def test_bad_guided_settings_name_the_value():
         SearchSettings(strategy="bayes")
     with pytest.raises(DseError, match="guided_noise"):
         SearchSettings(guided_noise=0)
+    with pytest.raises(DseError, match="guided_noise must be 'auto' or a number in \\(0, 1\\), got 'loud'"):
+        SearchSettings(guided_noise="loud")
     with pytest.raises(DseError, match="guided_budget"):
         SearchSettings(guided_budget=0)
 
@@ -214,3 +216,46 @@ def test_local_round_steps_along_each_cut_from_the_best_measured(board):
     assert picks and all(o == "A" and abs(c[0] - mid[0]) <= 3 and pool.has(c) for o, c in picks)
     assert {c[0] < mid[0] for _, c in picks} == {True, False}      # both directions
     assert _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished) == []   # once per centre
+
+
+def _noisy_board(sigma: float):
+    analysis = analyze(build_network("tiny-detector", input_size=64))
+    raw = dict(load_platform("xavier-agx-sim").raw)
+    raw["noise"] = {"sigma": sigma, "task_sigma": 0.0}
+    backend = SimBackend(load_platform(raw), analysis, MeasureSettings(input_size=64, seed=0))
+    base = Configuration(benchmark="tiny-detector", platform="xavier-agx-sim", precision="int8", input_size=64,
+                         model_digest=analysis.digest)
+    return backend, base
+
+
+@pytest.mark.parametrize("sigma, lo, hi", [(0.0, 0.01, 0.01), (0.04, 0.02, 0.07)])
+def test_auto_noise_is_the_spread_of_fresh_reruns_of_the_best_earlier_configuration(sigma, lo, hi):
+    from dse.search.guided import NOISE_RUNS, estimate_noise
+
+    backend, base = _noisy_board(sigma)
+    probe = Probe(Evaluator(backend), "guided")
+    known = [probe.measure(base.with_(option="E", streams=(s,), buffers=4), "maximize") for s in (1, 2, 3)]
+    noise, runs = estimate_noise(probe, known)
+    assert lo <= noise <= hi and len(runs) == NOISE_RUNS
+    best = max(known, key=lambda m: m.fps).config.hash
+    assert {m.config.hash for m in probe.reruns} == {best}          # re-runs of one built configuration only
+    assert estimate_noise(Probe(Evaluator(backend), "guided"), []) == (0.01, [])   # nothing to re-run: the prior
+    assert SearchSettings().guided_noise == "auto" and SearchSettings(guided_noise=0.02).guided_noise == 0.02
+
+
+def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
+    """The maximizer's best configuration (its own parameters) is a contender beside the searched tuples when its
+    sample reaches the window, and is ranked on the same fresh re-runs."""
+    from dse.search.guided import _finalists, _Pool
+
+    backend, base = _noisy_board(0.01)
+    probe = Probe(Evaluator(backend), "guided")
+    template = base.with_(option="E", streams=(1,), buffers=2, pre_threads=1, post_threads=1)
+    pool = _Pool(template, np.zeros((1, 0), dtype=int))
+    pool.measured[()] = float(probe.measure(template, "guided").fps)
+    earlier = probe.measure(base.with_(option="E", streams=(3,), buffers=8, pre_threads=2, post_threads=2),
+                            "maximize")
+    assert earlier.fps > pool.measured[()]
+    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [earlier])
+    assert {c["config_hash"] for c in contenders} == {template.hash, earlier.config.hash}
+    assert finalists[0].config.hash == earlier.config.hash and all(len(c["reruns"]) == 3 for c in contenders)

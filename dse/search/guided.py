@@ -57,6 +57,8 @@ class GuidedResult:
     candidates: dict[str, int] = field(default_factory=dict)
     finalists: list[Configuration] = field(default_factory=list)   # what the fine-tuner starts from
     contenders: list[dict] = field(default_factory=list)   # near-best tuples: search sample, re-run mean
+    noise: float = 0.0                                      # the relative noise the search assumed or estimated
+    noise_runs: list[float] = field(default_factory=list)   # the re-runs it was estimated from (auto)
 
     @property
     def fps(self) -> float:
@@ -76,7 +78,8 @@ class GuidedResult:
                 "option_fps": dict(self.option_fps), "refined": {},
                 "tuples": [[o, list(c)] for o, c in self.tuples], "unique_tuples": self.unique_tuples,
                 "candidates": dict(self.candidates), "rounds": self.rounds, "stopped": self.stopped,
-                "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders}
+                "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders,
+                "noise": round(self.noise, 5), "noise_runs": [round(x, 3) for x in self.noise_runs]}
 
 
 def candidate_tuples(space: SearchSpace, n_cuts: int, limit: int = FULL_ENUMERATION) -> np.ndarray:
@@ -185,12 +188,15 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             pools[o] = _Pool(search_config(base, o, (), streams, bounds, settings.pipeline_buffers), cuts)
     if not pools:
         raise DseError("no mapping option has a feasible cut tuple to explore")
-    priors = Priors(dla_ratio=settings.dla_ratio, noise=settings.guided_noise)
     main_resource = next((r.resources[0] for rs in roles.values() for r in rs
                           if len(rs) == 1 and len(r.resources) == 1), "GPU")
-    budget, batch, noise = settings.guided_budget, settings.guided_batch, settings.guided_noise
     # in hash order: the model's fit (bootstrap members) must not depend on the order a caller kept them in
     seen: list[Measurement] = sorted((m for m in known if m.ok), key=lambda m: m.config.hash)
+    noise, noise_runs = ((settings.guided_noise, []) if settings.guided_noise != "auto"
+                         else estimate_noise(probe, seen))
+    priors = Priors(dla_ratio=settings.dla_ratio, noise=noise)
+    budget, batch = settings.guided_budget, settings.guided_batch
+    n_known = len(seen)
     tuples: list[tuple[str, tuple[int, ...]]] = []
     rounds: list[dict] = []
 
@@ -257,12 +263,35 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             measure(option, cuts)
         if progress:
             progress(f"round {len(rounds)}: {len(tuples)} tuples measured, best {_best_measured(pools):.1f} FPS")
-    finalists, contenders = _finalists(probe, pools, noise, settings.guided_repeats)
+    # the best configuration measured before the search (the maximizer's; its parameters may beat the template's)
+    earlier = max(seen[:n_known], key=score, default=None)
+    finalists, contenders = _finalists(probe, pools, noise, settings.guided_repeats,
+                                       [earlier] if earlier is not None else [])
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
     return GuidedResult(finalists[0].config, finalists[0],
                         {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, tuples, rounds, stopped,
-                        {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders)
+                        {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders,
+                        noise, noise_runs)
+
+
+NOISE_RUNS = 8                   # fresh re-runs that estimate the noise (guided_noise=auto): +-27 % of it
+NOISE_PRIOR = 0.01               # ... when nothing ran to re-run; also the least noise assumed: an estimate
+NOISE_RANGE = (NOISE_PRIOR, 0.2)  # from 8 runs below it is as likely luck as a quiet board
+
+
+def estimate_noise(probe: Probe, known: Sequence[Measurement]) -> tuple[float, list[float]]:
+    """(relative noise of one measurement, the re-runs' FPS): the spread of ``NOISE_RUNS`` fresh re-runs of the
+    best configuration measured so far (the maximizer's: built, so a re-run costs a board run and no engine).
+    Its own sample is left out: it was kept for being high."""
+    ok = [m for m in known if m.ok and score(m) > 0]
+    if not ok:
+        return NOISE_PRIOR, []
+    runs = probe.remeasure(max(ok, key=score).config, PHASE, range(1, NOISE_RUNS + 1))
+    logs = [math.log(x) for x in runs if x > 0]
+    if len(logs) < 2:
+        return NOISE_PRIOR, runs
+    return float(np.clip(np.std(logs, ddof=1), *NOISE_RANGE)), runs
 
 
 def _best_measured(pools: Mapping[str, _Pool]) -> float:
@@ -409,17 +438,21 @@ FINALISTS = 2     # tuples handed to the fine-tuner
 CONTENDERS = 4    # near-best measured tuples re-run to pick them
 
 
-def _finalists(probe: Probe, pools, noise: float, repeats: int) -> tuple[list[Measurement], list[dict]]:
-    """The fine-tuner's starts: the best measured tuples within three times the noise of the best one, ranked on
-    ``repeats`` fresh re-runs each (on the search's own sample when 0), the top ``FINALISTS`` of them within
-    twice the noise of the first. A measurement, not a prediction, is what the search hands on, and which of
-    near-equal tuples tunes best only the fine-tuner finds out (its gains differ by tuple)."""
-    ranked = sorted(((fps, o, cuts) for o, p in pools.items() for cuts, fps in p.measured.items() if fps > 0),
-                    reverse=True)
+def _finalists(probe: Probe, pools, noise: float, repeats: int,
+               earlier: Sequence[Measurement] = ()) -> tuple[list[Measurement], list[dict]]:
+    """The fine-tuner's starts: the best measured tuples, and ``earlier`` measurements (the maximizer's best, at its
+    own parameters), within three times the noise of the best tuple, ranked on ``repeats`` fresh re-runs each (on the search's own
+    sample when 0), the top ``FINALISTS`` of them within twice the noise of the first. A measurement, not a
+    prediction, is what the search hands on, and which of near-equal tuples tunes best only the fine-tuner finds
+    out (its gains differ by tuple)."""
+    ranked = sorted(((fps, pools[o].config(cuts)) for o, p in pools.items() for cuts, fps in p.measured.items()
+                     if fps > 0), key=lambda r: -r[0])
     if not ranked:
         return [], []
-    near = [(fps, pools[o].config(cuts)) for fps, o, cuts in ranked[:CONTENDERS]
-            if fps >= ranked[0][0] * (1 - 3 * noise)]
+    floor = ranked[0][0] * (1 - 3 * noise)
+    near = [(fps, config) for fps, config in ranked[:CONTENDERS] if fps >= floor]
+    near += [(score(m), m.config) for m in earlier
+             if m.ok and score(m) >= floor and all(m.config.hash != c.hash for _, c in near)]
     contenders = []
     for fps, config in near:
         reruns = probe.remeasure(config, PHASE, range(1, repeats + 1))

@@ -56,10 +56,11 @@ class SearchSettings:
     # read by the workflow, never by a strategy
     reuse_from: str | None = None
     # guided strategy: at most this many cut tuples, measured this many per round; the relative noise of one
-    # measurement (how far a single FPS may be from the configuration's mean)
+    # measurement (how far a single FPS may be from the configuration's mean): a number, or "auto" (estimated
+    # from fresh re-runs of the maximizer's configuration: a board's noise is rarely known)
     guided_budget: int = 80
     guided_batch: int = 4
-    guided_noise: float = 0.01
+    guided_noise: float | str = "auto"
     # guided: the near-best measured tuples and the fine-tuned answers are ranked on this many fresh re-runs
     # each (0: on their single search sample, which favours the luckiest one)
     guided_repeats: int = 3
@@ -73,8 +74,9 @@ class SearchSettings:
                                f"options/ with per-option results)")
         if self.strategy not in STRATEGIES:
             raise choices_error("search.strategy", self.strategy, STRATEGIES)
-        if not 0 < self.guided_noise < 1:
-            raise DseError(f"search.guided_noise must be in (0, 1), got {self.guided_noise}")
+        if self.guided_noise != "auto" and (isinstance(self.guided_noise, (bool, str))
+                                            or not 0 < self.guided_noise < 1):
+            raise DseError(f"search.guided_noise must be 'auto' or a number in (0, 1), got {self.guided_noise!r}")
         if self.initial not in INITIAL_MODES:
             raise choices_error("search.initial", self.initial, INITIAL_MODES)
         from dse.config import bounded_int
