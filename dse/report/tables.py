@@ -6,14 +6,6 @@ import pandas as pd
 from dse.store import RETRIED_STATUSES
 
 
-def proposed_rows(frame: pd.DataFrame, asked: set[str] | None = None) -> pd.DataFrame:
-    """The proposed method's measurements (the comparison's methods label their phases '<method>/<phase>'),
-    only those of ``asked`` where given: what this run's search asked for, not rows of an earlier search with
-    other settings that share the run's files."""
-    frame = frame[~frame["phase"].str.contains("/", regex=False)]
-    return frame if asked is None else frame[frame["config_hash"].isin(asked)]
-
-
 # phases that measure cut tuples: the thesis' explorer (global and full searches) and the guided exploration
 TUPLE_PHASES = ("option-search", "full-search", "guided")
 

@@ -88,10 +88,9 @@ def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA, *, lo
     return write_atomic(new, path)
 
 
-def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHEMA,
-          context: str | None = None) -> pd.DataFrame:
-    """Combine per-job files into one: the first replayable row of each (configuration, re-run index) and
-    every ``error`` row (kept for the record; a later successful try of the same configuration stays too).
+def combine(inputs: list[str | Path], schema: pa.Schema = SCHEMA, context: str | None = None) -> pd.DataFrame:
+    """The rows of per-job files as one frame: the first replayable row of each (configuration, re-run index)
+    and every ``error`` row (kept for the record; a later successful try of the same configuration stays too).
     With ``context``, only that context's rows."""
     frames = [read(p, schema, context) for p in inputs if Path(p).exists()]
     frames = [f for f in frames if len(f)]
@@ -100,5 +99,12 @@ def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHE
         errors = frame["status"].isin(RETRIED_STATUSES)
         kept = frame[~errors].drop_duplicates(subset=["config_hash", "repeat"], keep="first")
         frame = pd.concat([kept, frame[errors]]).sort_index().reset_index(drop=True)
+    return frame
+
+
+def merge(inputs: list[str | Path], output: str | Path, schema: pa.Schema = SCHEMA,
+          context: str | None = None) -> pd.DataFrame:
+    """``combine`` the files and write the result to ``output``."""
+    frame = combine(inputs, schema, context)
     write_atomic(_table(frame, schema), output)
     return frame

@@ -32,7 +32,7 @@ from dse.report.tables import TUPLE_PHASES
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.ga_common import GASettings
 from dse.search.recorder import RecordingProbe
-from dse.workflow.phases import RunContext, asked_by_phases, phase_files
+from dse.workflow.phases import RunContext, own_rows
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
            "Fine-tuning GA", "Exhaustive", "Random", "Optuna TPE", "Optuna random", "Proposed", "Guided")
@@ -132,19 +132,11 @@ class Comparison:
     @functools.cached_property
     def _own_frame(self) -> pd.DataFrame:
         """Every row of the run's own search (read once: a comparison writes only its methods' own files)."""
-        from dse.store import read
-
-        files = phase_files(self.ctx.run, self.ctx.settings.strategy, ".parquet")
-        frames = [read(p, context=self.ctx.measurement_context) for p in files]
-        frame = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else None
-        if frame is None:
+        frame = own_rows(self.ctx.run, self.ctx.settings.strategy, self.ctx.measurement_context)
+        if not len(frame):
             raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
         # the phases' own rows (a row another strategy's run wrote first, e.g. the maximizer's, keeps its label)
-        frame = frame[frame["strategy"] != "Base(G)"]
-        asked = asked_by_phases(self.ctx.run, self.ctx.settings.strategy)
-        if asked is not None:   # not the rows of an earlier search with other settings
-            frame = frame[frame["config_hash"].isin(asked)]
-        return frame
+        return frame[frame["strategy"] != "Base(G)"]
 
     def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
         """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of

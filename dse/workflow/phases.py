@@ -215,6 +215,16 @@ def asked_by_phases(run: Path, strategy: str = "proposed") -> set[str] | None:
     return {h for p in files for h in json.loads(p.read_text())} if files else None
 
 
+def own_rows(run: Path, strategy: str, context: str | None = None):
+    """The rows of ``strategy``'s own phase files (not another strategy's or a comparison method's, which may
+    re-run the same configurations), only configurations its phases asked for: what its report counts."""
+    from dse.store import combine
+
+    frame = combine(phase_files(run, strategy, ".parquet"), context=context)
+    asked = asked_by_phases(run, strategy)
+    return frame if asked is None else frame[frame["config_hash"].isin(asked)].reset_index(drop=True)
+
+
 def _read(run: Path, name: str) -> dict:
     return json.loads((run / name).read_text())
 

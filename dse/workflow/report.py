@@ -8,18 +8,18 @@ from omegaconf import OmegaConf
 
 from dse.backends.checks import unrunnable_options
 from dse.report import plots
-from dse.report.tables import best_row, cost_row, errors, markdown_table, proposed_rows
+from dse.report.tables import best_row, cost_row, errors, markdown_table
 from dse.store import merge
 from dse.store.atomic import write_json_atomic, write_text_atomic
-from dse.workflow.phases import RunContext, asked_by_phases
+from dse.workflow.phases import RunContext, own_rows
 
 
 def report(run: str | Path) -> Path:
     ctx = RunContext(Path(run))
     run, ms, platform = ctx.run, ctx.measure_settings, ctx.platform
-    # every measurement goes to the file; the tables and plots describe the proposed method's run
-    frame = proposed_rows(merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet",
-                                context=ctx.measurement_context), asked_by_phases(run, ctx.settings.strategy))
+    # every measurement goes to the file; the tables and plots describe this run's own search
+    merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet", context=ctx.measurement_context)
+    frame = own_rows(run, ctx.settings.strategy, ctx.measurement_context)
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
     searched = json.loads((run / "search.json").read_text())
     guided = ctx.settings.strategy == "guided"
