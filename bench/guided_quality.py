@@ -12,11 +12,17 @@ method's best-so-far configuration against the measurements spent, one plot per 
 
 Run: ``python -m bench.guided_quality [--networks yolov4 ...] [--precisions int8 fp16] [--platform ...]
 [OVERRIDES...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_quality[-<tag>].json after
-every run and the plots under bench/results/guided_anytime[-<tag>]/; ``--markdown`` prints the table.
+every run (the tag defaults to noise-seeds with ``--noise-seeds``) and the plots under bench/results/guided_anytime[-<tag>]/; ``--markdown`` prints the table.
+
+One run's answer is one draw of the board's noise. ``--noise-seeds S ...`` repeats every run under other noise
+realizations (the sim's measurement-noise seed; the network and its weights stay the same, so the reference
+holds) and prints each method's spread instead of one draw: what a user can expect, not the luck of seed 0.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import statistics
 import tempfile
@@ -65,7 +71,8 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
     return out
 
 
-def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5) -> dict:
+def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
+        noise_seed: int | None = None) -> dict:
     from bench.reference import load_reference
     from dse.configuration import Configuration
     from dse.evaluate import Evaluator
@@ -78,6 +85,8 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
         seed = int(cfg.seed)
+        if noise_seed is not None:     # another draw of the noise; the seed of weights and searches stays
+            backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()
         for method in ("guided", "default"):
@@ -125,7 +134,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         for row in rows.values():
             row["quality"] = round(row["mean"] / reference["mean"], 4) if reference["mean"] else None
     return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
-            "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision), "budget": budget,
+            "noise_seed": noise_seed, "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision), "budget": budget,
             "reference": reference, "methods": rows, "seconds": seconds, "load_avg_start": load,
             "load_avg_end": load_average()}
 
@@ -189,6 +198,23 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def spread(rows: list[dict]) -> str:
+    """Per network x precision and method, over the noise realizations: quality (min / median / max and how
+    many reach the target), unique tuples and board hours (median and max)."""
+    lines = ["| network | prec | method | realizations | quality min / median / max | quality >= 0.99 | "
+             "tuples median / max | board h median / max |", "|---|---|---|---|---|---|---|---|"]
+    for key in dict.fromkeys((r["network"], r["precision"]) for r in rows):
+        mine = [r for r in rows if (r["network"], r["precision"]) == key]
+        for m in METHODS:
+            q = [r["methods"][m]["quality"] for r in mine]
+            t = [r["methods"][m]["unique_tuples"] for r in mine]
+            h = [r["methods"][m]["board_hours"] for r in mine]
+            lines.append(f"| {key[0]} | {key[1].upper()} | {m} | {len(mine)} | {min(q):.3f} / "
+                         f"{statistics.median(q):.3f} / {max(q):.3f} | {sum(x >= TARGET_QUALITY for x in q)}/{len(q)} | "
+                         f"{statistics.median(t):g} / {max(t)} | {statistics.median(h):.2f} / {max(h):.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
@@ -196,27 +222,36 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default=PLATFORM)
     ap.add_argument("--repeats", type=int, default=5, help="fresh-noise re-measurements of every answer")
     ap.add_argument("--tag", default="", help="suffix of the result file and plot folder (e.g. noise3)")
+    ap.add_argument("--noise-seeds", nargs="+", type=int, default=None,
+                    help="repeat every run under these noise realizations (the sim's noise seed) and print the spread")
     ap.add_argument("--markdown", action="store_true", help="print the table from the result file, measure nothing")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. platform.noise.sigma=0.03")
     args = ap.parse_args(argv)
-    suffix = f"-{args.tag}" if args.tag else ""
+    tag = args.tag or ("noise-seeds" if args.noise_seeds else "")   # never over the one-draw table
+    suffix = f"-{tag}" if tag else ""
     out = RESULTS / f"guided_quality{suffix}.json"
     if args.markdown:
-        print(markdown(json.loads(out.read_text())["rows"]))
+        rows = json.loads(out.read_text())["rows"]
+        print(spread(rows) if any(r.get("noise_seed") is not None for r in rows) else markdown(rows))
         return 0
     rows = []
-    params = {"platform": args.platform, "overrides": args.overrides, "repeats": args.repeats}
-    for network in args.networks:
-        for precision in args.precisions:
-            row = one(network, precision, platform=args.platform, overrides=tuple(args.overrides),
-                      repeats=args.repeats)
-            rows.append(row)
-            g = row["methods"]
-            print(f"{network:14s} {precision}: " + "; ".join(
-                f"{m} {g[m]['quality']:.3f} ({g[m]['unique_tuples']} tuples, {g[m]['measured']} measured)"
-                for m in METHODS) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
-            write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})
+    params = {"platform": args.platform, "overrides": args.overrides, "repeats": args.repeats,
+              "noise_seeds": args.noise_seeds}
+    for network, precision, noise_seed in itertools.product(args.networks, args.precisions,
+                                                            args.noise_seeds or [None]):
+        row = one(network, precision, platform=args.platform, overrides=tuple(args.overrides),
+                  repeats=args.repeats, noise_seed=noise_seed)
+        rows.append(row)
+        g = row["methods"]
+        draw = "" if noise_seed is None else f" (noise seed {noise_seed})"
+        print(f"{network:14s} {precision}{draw}: " + "; ".join(
+            f"{m} {g[m]['quality']:.3f} ({g[m]['unique_tuples']} tuples, {g[m]['measured']} measured)"
+            for m in METHODS) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
+        write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})
+        if args.noise_seeds is None:
             plot(rows, RESULTS / f"guided_anytime{suffix}")
+    if args.noise_seeds is not None:
+        print(spread(rows))
     return 0
 
 

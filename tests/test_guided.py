@@ -145,22 +145,26 @@ def test_bad_guided_settings_name_the_value():
         SearchSettings(guided_budget=0)
 
 
-def test_model_learns_the_host_thread_bound_and_asks_for_enough_threads():
-    """Measurements held back by one pre/post thread sit on a common ceiling: the model puts every
-    configuration with that many threads under it, and asks for enough threads to clear a higher FPS."""
+def test_model_learns_the_host_thread_bounds_and_asks_for_enough_threads():
+    """Measurements held back by one pre-processing thread sit on a common ceiling while post-processing (two
+    threads) never binds: the model puts every configuration with that one pre thread under the ceiling, whatever
+    its post threads, and asks for pre threads by the pre cost and post threads by the post cost (one post
+    thread passed 0.8 of the GPU's rate) to clear a higher FPS."""
     facts = _synthetic_facts()
     roles = {"E": [StageRole("gpu", ("GPU",))]}
     ms = float(facts.cum_w[-1])
     gpu = [StageRow("gpu", 0, facts.n - 1, ms)]
-    ceiling = 0.5 * 1000 / ms                 # one thread passes half the GPU's rate
-    obs = [Observation("E", (), (s,), 8, ceiling * (1 - 0.001 * s), threads=1) for s in (1, 2, 3)]
+    ceiling = 0.5 * 1000 / ms                 # one pre thread passes half the GPU's rate
+    obs = [Observation("E", (), (s,), 8, ceiling * (1 - 0.001 * s), pre=1, post=2) for s in (1, 2, 3)]
+    obs.append(Observation("E", (), (2,), 8, 0.8 * 1000 / ms, pre=4, post=1))    # GPU-bound, one post thread
     model = fit_board_model(facts, roles, gpu, obs)
-    assert model.host_ms == pytest.approx(1000 / obs[0].fps)
-    capped, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=1)
-    free, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=4)
+    assert model.pre_ms == pytest.approx(1000 / obs[0].fps)
+    assert model.post_ms == pytest.approx(1000 / obs[-1].fps)
+    capped, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=(1, 8))
+    free, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=(4, 2))
     assert capped[0] <= obs[0].fps * 1.02 < free[0]
-    assert model.threads_for(obs[0].fps * 2.5) == 3 and model.threads_for(obs[0].fps * 0.9) == 1
-    assert fit_board_model(facts, roles, gpu, [Observation("E", (), (1,), 8, 50.0)]).threads_for(1e6) == 1
+    assert model.threads_for(obs[0].fps * 2.5) == (3, 2) and model.threads_for(obs[0].fps * 0.9) == (1, 1)
+    assert fit_board_model(facts, roles, gpu, [Observation("E", (), (1,), 8, 50.0)]).threads_for(1e6) == (1, 1)
 
 
 def test_remeasure_asks_fresh_repeats_once_each(tiny_board):

@@ -167,7 +167,8 @@ class Observation:
     streams: tuple[int, ...]
     buffers: int
     fps: float
-    threads: int = 0      # the fewer of its pre and post threads (0: unknown, no host bound)
+    pre: int = 0          # its pre-processing threads (0: unknown, no host bound)
+    post: int = 0         # its post-processing threads (0: unknown)
 
 
 @dataclass
@@ -207,9 +208,11 @@ class BoardModel:
     length: float = 8.0                          # layers over which a measured residual carries to neighbours
     lengths: dict[str, float] = field(default_factory=dict)   # the same, where an option's residuals tell
     noise: float = 0.01                          # relative noise of one measurement
-    # ms of host work (pre- or post-processing) per frame on one thread: at most ``threads`` frames per that
-    # time get in or out (0: no measurement bounds it)
-    host_ms: float = 0.0
+    # ms of pre- and of post-processing per frame on one thread: n threads let at most n frames per that time in
+    # or out (0: no measurement bounds it). Two costs, not one: a detector's pre-processing (resize, normalize)
+    # may cost several times its post-processing, and the fewer threads of the two is not what binds
+    pre_ms: float = 0.0
+    post_ms: float = 0.0
 
     # ---- prediction -----------------------------------------------------------------------------------------
     def stage_times(self, option: str, cuts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -230,16 +233,16 @@ class BoardModel:
         return out
 
     def raw_fps(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int,
-                threads: int = 0) -> np.ndarray:
+                threads: tuple[int, int] | None = None) -> np.ndarray:
         """Members x tuples FPS before the option's correction."""
         main, other = self.bounds(option, cuts, streams, buffers, threads)
         return 1000.0 * np.minimum(other, self.option_capacity.get(option, self.capacity) / np.maximum(main, 1e-6))
 
-    def bounds(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int, threads: int = 0
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int,
+               threads: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(main PE's ms per frame, the tightest other bound in frames per ms), members x tuples: the raw FPS is
-        1000 x min(other, capacity / main) for whatever overlap capacity the main PE has. ``threads``: the fewer
-        of the pre and post threads (0: no host bound)."""
+        1000 x min(other, capacity / main) for whatever overlap capacity the main PE has. ``threads``: (pre,
+        post) threads (None: no host bound)."""
         times = self.stage_times(option, cuts)
         demand: dict[str, np.ndarray] = {}
         latency = 0.0
@@ -258,16 +261,18 @@ class BoardModel:
         main = demand.pop(self.main_resource, np.zeros_like(bound))
         for d in demand.values():
             bound = np.minimum(bound, 1.0 / np.maximum(d, 1e-6))
-        if threads and self.host_ms:
-            bound = np.minimum(bound, threads / self.host_ms)
+        for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)):
+            if n and ms:
+                bound = np.minimum(bound, n / ms)
         return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
-    def threads_for(self, fps: float) -> int:
-        """The fewest pre and post threads whose host bound lets ``fps`` through (1 when none is known)."""
-        return max(1, math.ceil(fps * self.host_ms / 1000.0 - 1e-9)) if self.host_ms else 1
+    def threads_for(self, fps: float) -> tuple[int, int]:
+        """The fewest (pre, post) threads whose host bounds let ``fps`` through (1 where none is known)."""
+        return tuple(max(1, math.ceil(fps * ms / 1000.0 - 1e-9)) if ms else 1
+                     for ms in (self.pre_ms, self.post_ms))
 
-    def predict(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int, threads: int = 0
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, option: str, cuts: np.ndarray, streams: Sequence[int], buffers: int,
+                threads: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(mean FPS, log-scale sd) per tuple. The parametric model's miss at measured tuples carries to their
         neighbours (a Gaussian process on the log residual, ``length`` layers wide), so near a measurement the
         prediction follows it and the uncertainty shrinks to the noise; far from all, the ensemble's spread and
@@ -442,13 +447,14 @@ def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, 
     Each observation's stage times are predicted once: a capacity only changes the final min."""
     if not obs:
         return {}
-    # host bound: FPS <= threads x 1000 / host_ms for every measurement, so host_ms is at most the least
-    # threads x 1000 / FPS seen (an upper bound, met where the threads were what held a configuration back)
-    model.host_ms = min((o.threads * 1000.0 / o.fps for o in obs if o.threads), default=0.0)
+    # host bounds: FPS <= pre x 1000 / pre_ms for every measurement, so pre_ms is at most the least pre x 1000 /
+    # FPS seen (an upper bound, met where the pre threads were what held a configuration back); post the same
+    model.pre_ms = min((o.pre * 1000.0 / o.fps for o in obs if o.pre), default=0.0)
+    model.post_ms = min((o.post * 1000.0 / o.fps for o in obs if o.post), default=0.0)
     parts = []
     for o in obs:
         main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers,
-                                   o.threads)
+                                   (o.pre, o.post))
         parts.append((o.option, max(float(main[0, 0]), 1e-6), float(other[0, 0]), math.log(o.fps)))
 
     def residuals(capacity_of) -> dict[str, np.ndarray]:

@@ -133,8 +133,7 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         c = m.config
         if not m.ok or c.option not in roles:
             continue
-        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
-                               min(c.pre_threads, c.post_threads)))
+        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps), c.pre_threads, c.post_threads))
         if len(m.stage_ms) == c.n_stages:
             bounds = [-1, *c.cuts, space.n_layers - 1]
             for k, role in enumerate(roles[c.option]):
@@ -164,7 +163,7 @@ class _Pool:
 
     def predict(self, model: BoardModel, host_bound: bool = True) -> tuple[np.ndarray, np.ndarray]:
         t = self.template
-        threads = min(t.pre_threads, t.post_threads) if host_bound else 0
+        threads = (t.pre_threads, t.post_threads) if host_bound else None
         return model.predict(t.option, self.cuts, t.streams, t.buffers, threads)
 
 
@@ -221,9 +220,10 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         nonlocal bounds
         sight = max([_best_measured(pools)]
                     + [float(p.predict(model, host_bound=False)[0].max()) for p in pools.values()])
-        need = min(model.threads_for(HOST_HEADROOM * sight), settings.max_pre, settings.max_post)
-        if need > min(bounds["pre"], bounds["post"]):
-            pre, post = max(bounds["pre"], need), max(bounds["post"], need)
+        pre_need, post_need = model.threads_for(HOST_HEADROOM * sight)
+        pre = max(bounds["pre"], min(pre_need, settings.max_pre))
+        post = max(bounds["post"], min(post_need, settings.max_post))
+        if (pre, post) != (bounds["pre"], bounds["post"]):
             bounds = {**bounds, "pre": pre, "post": post, "buffers": max(bounds["buffers"], pre, post)}
             for o, p in pools.items():
                 p.template = search_config(base, o, (), p.template.streams, bounds, settings.pipeline_buffers)
