@@ -12,7 +12,8 @@ method's best-so-far configuration against the measurements spent, one plot per 
 
 Run: ``python -m bench.guided_quality [--networks yolov4 ...] [--precisions int8 fp16] [--platform ...]
 [OVERRIDES...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_quality[-<tag>].json after
-every run (the tag defaults to noise-seeds with ``--noise-seeds``) and the plots under bench/results/guided_anytime[-<tag>]/; ``--markdown`` prints the table.
+every run (the tag defaults to noise-seeds with ``--noise-seeds``) and the plots under
+bench/results/guided_anytime[-<tag>]/; ``--markdown`` prints the table.
 
 One run's answer is one draw of the board's noise. ``--noise-seeds S ...`` repeats every run under other noise
 realizations (the sim's measurement-noise seed; the network and its weights stay the same, so the reference
