@@ -210,8 +210,9 @@ def spread(rows: list[dict]) -> str:
             q = [r["methods"][m]["quality"] for r in mine]
             t = [r["methods"][m]["unique_tuples"] for r in mine]
             h = [r["methods"][m]["board_hours"] for r in mine]
+            met = sum(x >= TARGET_QUALITY for x in q)
             lines.append(f"| {key[0]} | {key[1].upper()} | {m} | {len(mine)} | {min(q):.3f} / "
-                         f"{statistics.median(q):.3f} / {max(q):.3f} | {sum(x >= TARGET_QUALITY for x in q)}/{len(q)} | "
+                         f"{statistics.median(q):.3f} / {max(q):.3f} | {met}/{len(q)} | "
                          f"{statistics.median(t):g} / {max(t)} | {statistics.median(h):.2f} / {max(h):.2f} |")
     return "\n".join(lines)
 

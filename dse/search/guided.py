@@ -133,7 +133,8 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         c = m.config
         if not m.ok or c.option not in roles:
             continue
-        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps), c.pre_threads, c.post_threads))
+        obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
+                               c.pre_threads, c.post_threads))
         if len(m.stage_ms) == c.n_stages:
             bounds = [-1, *c.cuts, space.n_layers - 1]
             for k, role in enumerate(roles[c.option]):
@@ -440,9 +441,9 @@ CONTENDERS = 4    # near-best measured tuples re-run to pick them
 
 def _finalists(probe: Probe, pools, noise: float, repeats: int,
                earlier: Sequence[Measurement] = ()) -> tuple[list[Measurement], list[dict]]:
-    """The fine-tuner's starts: the best measured tuples, and ``earlier`` measurements (the maximizer's best, at its
-    own parameters), within three times the noise of the best tuple, ranked on ``repeats`` fresh re-runs each (on the search's own
-    sample when 0), the top ``FINALISTS`` of them within twice the noise of the first. A measurement, not a
+    """The fine-tuner's starts: the best measured tuples, and ``earlier`` measurements (the maximizer's best, at
+    its own parameters), within three times the noise of the best tuple, ranked on ``repeats`` fresh re-runs each
+    (on the search's own sample when 0), the top ``FINALISTS`` of them within twice the noise of the first. A measurement, not a
     prediction, is what the search hands on, and which of near-equal tuples tunes best only the fine-tuner finds
     out (its gains differ by tuple)."""
     ranked = sorted(((fps, pools[o].config(cuts)) for o, p in pools.items() for cuts, fps in p.measured.items()

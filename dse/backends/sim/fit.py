@@ -48,7 +48,7 @@ class FitResult:
     def values(self) -> list[tuple[str, float]]:
         """(path, fitted value) of every path; a tied path keeps its own value times the parameter's multiplier."""
         return [(path, start * f / s) for p, s, f in zip(self.parameters, self.start, self.fitted)
-                for path, start in zip(tied_paths(p), self.path_starts.get(p, [s]))]
+                for path, start in zip(tied_paths(p), self.path_starts[p])]
 
     def apply(self, profile: dict) -> None:
         for path, value in self.values():
