@@ -263,3 +263,47 @@ def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
     finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [earlier])
     assert {c["config_hash"] for c in contenders} == {template.hash, earlier.config.hash}
     assert finalists[0].config.hash == earlier.config.hash and all(len(c["reruns"]) == 3 for c in contenders)
+
+
+def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(board):
+    """Near-equal tuples of one option tune alike: another option's best within the window is re-run and goes to
+    the fine-tuner before a second tuple of the first option, even when its sample ranks below them (PND-B gains
+    more from streams than PND-A, which its sample at the cut search's parameters does not show)."""
+    from dse.search.guided import CONTENDERS, FINALISTS, _finalists, _Pool
+
+    backend, space, base = board
+    probe = Probe(Evaluator(backend), "guided")
+    bounds = {"pre": 2, "post": 2, "buffers": 4, "streams": 2}
+    pools = {}
+    for option, samples in (("A", [100.0, 99.9, 99.8, 99.7, 99.6]), ("PND-A", [99.0])):
+        template = search_config(base, option, (), stream_tuple(space.stages(option), 2, main_pe=space.main_pe),
+                                 bounds, None)
+        pool = pools[option] = _Pool(template, candidate_tuples(space, 1))
+        rows = pool.cuts[:: max(1, len(pool.cuts) // len(samples))][:len(samples)]
+        pool.measured = {tuple(int(c) for c in row): fps for row, fps in zip(rows, samples)}   # what the search saw
+    finalists, contenders = _finalists(probe, pools, 0.5, 1)     # a noise whose window holds every tuple
+    assert len(contenders) == CONTENDERS and "PND-A" in {c["option"] for c in contenders}   # not A's 4 best only
+    assert sorted(m.config.option for m in finalists) == ["A", "PND-A"] and len(finalists) == FINALISTS
+    assert all(c["reruns"] and c["mean"] == c["reruns"][0] for c in contenders)   # ranked on their re-runs
+
+
+def test_local_round_steps_outwards_where_a_far_option_rises_towards_an_edge(board):
+    """An option far below the incumbent gets one outward step when its best measured tuple is the last of three
+    or more along an axis (its samples rise towards an edge the model may not extrapolate past), none when its
+    best lies between its other samples."""
+    from dse.search.guided import _local_round, _Pool
+
+    _, space, base = board
+    cuts = candidate_tuples(space, 1)
+    pool = _Pool(base.with_(option="A"), cuts)
+    rows = [tuple(int(c) for c in cuts[i]) for i in (len(cuts) // 2, len(cuts) - 2, len(cuts) - 1)]
+
+    class Flat:
+        lengths, length = {}, 4.0
+
+    incumbent = np.log(200.0)                       # another option's: A is far outside the window
+    pool.measured = dict(zip(rows, (100.0, 90.0, 80.0)))      # rising towards the lowest cut measured
+    picks = _local_round({"A": pool}, Flat(), incumbent, 0.01, 8, set())
+    assert picks and all(c[0] < rows[0][0] and pool.has(c) for _, c in picks)     # outwards only
+    pool.measured = dict(zip(rows, (90.0, 100.0, 80.0)))      # best in the middle: nothing to extrapolate
+    assert _local_round({"A": pool}, Flat(), incumbent, 0.01, 8, set()) == []

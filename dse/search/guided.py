@@ -2,15 +2,17 @@
 
 After the maximizer, the model (``dse.search.board_model``) is fitted to what was measured and predicts every
 candidate cut tuple of every option (an exhaustive pass over the model: each prediction is a few prefix-sum
-lookups). Each round measures the few candidates with the highest expected gain over the best measured configuration
-(the model's mean and uncertainty together), refits and repeats. It stops when the model's best candidate has
-been measured and no candidate's expected gain reaches a quarter of one measurement's noise, or when the tuple
-budget is spent; before it stops, a local round measures the neighbours of the best measured tuples. Candidates
-are ranked by expected gain per board second (engines already built cost nothing) and measured at the cut
-search's parameters, with pre/post threads raised to clear the best FPS in sight. The best measured tuples
-within three times the noise of the best (at most four) are re-run ``guided_repeats`` times and ranked on those
-fresh samples: the best single sample of near-equal tuples is mostly luck. The top two go to the fine-tuner; the
-answer is the best of them and their tuned configurations on fresh re-runs (``pipeline.finetune_phase``).
+lookups). Each round measures the few candidates with the highest expected gain over the best measured
+configuration (the model's mean and uncertainty together), refits and repeats. It stops when the model's best
+candidate has been measured and no candidate's expected gain reaches a quarter of one measurement's noise, or when
+the tuple budget is spent; before it stops, a local round measures the neighbours of the best measured tuples (of a
+far option, one step outwards where its samples rise towards an edge). Candidates are ranked by expected gain per
+board second (engines already built cost nothing) and measured at the cut search's parameters, with pre/post
+threads raised to clear the best FPS in sight. The best measured tuples within three times the noise of the best
+(at most four, the best of each option first) are re-run ``guided_repeats`` times and ranked on those fresh
+samples: the best single sample of near-equal tuples is mostly luck. The top two (again the best of each option
+before a second tuple of one) go to the fine-tuner; the answer is the best of them and their tuned configurations
+on fresh re-runs (``pipeline.finetune_phase``).
 """
 from __future__ import annotations
 
@@ -239,9 +241,10 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         incumbent, best_mean = _incumbent(pools, preds)
         picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4, cost=cost)
         kind = "gain"
-        if not picks and incumbent > checked:
+        if not picks and incumbent > checked + noise:
             # before stopping, one round on the best predicted unmeasured tuples: a model that is wrong near
-            # the optimum shows it here, and the search goes on from what it measured
+            # the optimum shows it here, and the search goes on from what it measured (again only once the
+            # incumbent has risen by more than the noise: a rise within it is no news about the model)
             picks, kind, checked = _check_round(pools, preds, batch), "check", incumbent
         if not picks:
             # then the neighbours of the best measured tuples, measured: where the model's shape is wrong by a
@@ -391,20 +394,30 @@ def _local_round(pools, model: BoardModel, incumbent: float, noise: float, k: in
                  polished: set) -> list[tuple[str, tuple[int, ...]]]:
     """Unmeasured candidates one step along each cut axis from the best measured tuple of every option within
     three times the noise of the incumbent (log FPS), once per such tuple (``polished`` records them); a step
-    is half the option's residual length scale."""
+    is half the option's residual length scale. An option further below steps only outwards, where its best
+    measured tuple is the last of three or more along an axis: its measurements rise towards an edge the model
+    does not extrapolate past (Orin yolov4-csp FP16: PND-A rose from 150 to 233 FPS as its cut fell to 31, the
+    model kept E's 254 best, and PND-A (23) runs 293)."""
     picks = []
     near = sorted(((max(p.measured.values()), o) for o, p in pools.items() if p.measured), reverse=True)
     for fps, o in near:
-        if fps <= 0 or math.log(fps) < incumbent + math.log(1 - LOCAL_WITHIN * noise):
-            break
         p = pools[o]
         centre = max(p.measured, key=p.measured.get)
-        if (o, centre) in polished:
+        if fps <= 0 or (o, centre) in polished:
+            continue
+        within = math.log(fps) >= incumbent + math.log(1 - LOCAL_WITHIN * noise)
+        ran = [c for c, v in p.measured.items() if v > 0]
+        outward = {(i, sign) for i in range(len(centre)) for sign, edge in ((-1, min), (1, max))
+                   if len(ran) >= 3 and centre[i] == edge(c[i] for c in ran)
+                   and sum(c[i] == centre[i] for c in ran) == 1}
+        if not within and not outward:
             continue
         polished.add((o, centre))
         step = max(2, round(model.lengths.get(o, model.length) / 2))
         for i in range(len(centre)):
             for sign in (-1, 1):
+                if not within and (i, sign) not in outward:
+                    continue
                 for d in (step, step + 1, step - 1):       # the nearest candidate at about one step
                     cuts = centre[:i] + (centre[i] + sign * d,) + centre[i + 1:]
                     if cuts in p.measured:
@@ -441,17 +454,19 @@ CONTENDERS = 4    # near-best measured tuples re-run to pick them
 
 def _finalists(probe: Probe, pools, noise: float, repeats: int,
                earlier: Sequence[Measurement] = ()) -> tuple[list[Measurement], list[dict]]:
-    """The fine-tuner's starts: the best measured tuples, and ``earlier`` measurements (the maximizer's best, at
-    its own parameters), within three times the noise of the best tuple, ranked on ``repeats`` fresh re-runs each
-    (on the search's own sample when 0), the top ``FINALISTS`` of them within twice the noise of the first. A measurement, not a
-    prediction, is what the search hands on, and which of near-equal tuples tunes best only the fine-tuner finds
-    out (its gains differ by tuple)."""
+    """The fine-tuner's starts: the best measured tuples (``CONTENDERS``, the best of each option first), and
+    ``earlier`` measurements (the maximizer's best, at its own parameters), within three times the noise of the
+    best tuple, ranked on ``repeats`` fresh re-runs each (on the search's own sample when 0), then ``FINALISTS`` of
+    them within twice the noise of the first, again the best of each option first. A measurement, not a
+    prediction, is what the search hands on, and which tuple tunes best only the fine-tuner finds out (its gains
+    differ by option most)."""
     ranked = sorted(((fps, pools[o].config(cuts)) for o, p in pools.items() for cuts, fps in p.measured.items()
                      if fps > 0), key=lambda r: -r[0])
     if not ranked:
         return [], []
     floor = ranked[0][0] * (1 - 3 * noise)
-    near = [(fps, config) for fps, config in ranked[:CONTENDERS] if fps >= floor]
+    window = [(fps, config) for fps, config in ranked if fps >= floor]
+    near = _option_first(window, lambda r: r[1].option)[:CONTENDERS]
     near += [(score(m), m.config) for m in earlier
              if m.ok and score(m) >= floor and all(m.config.hash != c.hash for _, c in near)]
     contenders = []
@@ -462,5 +477,17 @@ def _finalists(probe: Probe, pools, noise: float, repeats: int,
                            "mean": round(float(np.mean(reruns)) if reruns else fps, 3)})
     order = sorted(range(len(near)), key=lambda i: -contenders[i]["mean"])
     top = contenders[order[0]]["mean"]
-    chosen = [i for i in order[:FINALISTS] if contenders[i]["mean"] >= top * (1 - 2 * noise)]
+    chosen = _option_first([i for i in order if contenders[i]["mean"] >= top * (1 - 2 * noise)],
+                           lambda i: near[i][1].option)[:FINALISTS]
     return [probe.measure(near[i][1], PHASE) for i in chosen], [contenders[i] for i in order]
+
+
+def _option_first(ranked: list, option_of: Callable) -> list:
+    """``ranked`` (best first) with the best of each mapping option ahead of the rest: near-equal tuples of one
+    option tune alike, and another option's best may gain more from the fine-tuner (PND-B's streams)."""
+    firsts, seen = [], set()
+    for r in ranked:
+        if option_of(r) not in seen:
+            seen.add(option_of(r))
+            firsts.append(r)
+    return firsts + [r for r in ranked if all(r is not f for f in firsts)]
