@@ -31,8 +31,8 @@ def _run(tmp_path):
     for i, (file, phase, strategy, option, cuts, repeat, keys) in enumerate(ROWS):
         append(tmp_path / "cache" / f"{file}.parquet", [{
             "config_hash": _hash(file, option, cuts), "phase": phase, "strategy": strategy, "option": option,
-            "cuts": cuts, "fps": 100.0, "backend": "sim", "status": "ok", "measure_s": 0.01, "build_s": 0.0, "repeat": repeat,
-            "engine_keys": keys, "timestamp": pd.Timestamp(2026, 1, 1, 0, 0, i, tz="UTC")}])
+            "cuts": cuts, "fps": 100.0, "backend": "sim", "status": "ok", "measure_s": 0.01, "build_s": 0.0,
+            "repeat": repeat, "engine_keys": keys, "timestamp": pd.Timestamp(2026, 1, 1, 0, 0, i, tz="UTC")}])
     for file in ("maximize", "explore-A", "search", "finetune"):
         hashes = sorted({_hash(f, o, c) for f, _, _, o, c, _, _ in ROWS if f == file})
         (tmp_path / "cache" / f"{file}.asked.json").write_text(json.dumps(hashes))

@@ -485,9 +485,9 @@ def _finalists(probe: Probe, pools, noise: float, repeats: int,
 def _option_first(ranked: list, option_of: Callable) -> list:
     """``ranked`` (best first) with the best of each mapping option ahead of the rest: near-equal tuples of one
     option tune alike, and another option's best may gain more from the fine-tuner (PND-B's streams)."""
-    firsts, seen = [], set()
+    seen: set = set()
+    later = []                  # whether an entry's option came earlier in ``ranked``
     for r in ranked:
-        if option_of(r) not in seen:
-            seen.add(option_of(r))
-            firsts.append(r)
-    return firsts + [r for r in ranked if all(r is not f for f in firsts)]
+        later.append(option_of(r) in seen)
+        seen.add(option_of(r))
+    return [r for _, r in sorted(zip(later, ranked), key=lambda x: x[0])]    # stable: rank order kept within
