@@ -108,7 +108,8 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
                           known=list(probe.memo.values()))
     brute, total = 0.0, 0
     for option in settings.options:
-        streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams)
+        streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
+                               share_main=False)
         for cuts in feasible_tuples(space, space.n_cuts(option)) if space.n_cuts(option) else [()]:
             m = backend.measure(search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers))
             brute, total = max(brute, m.fps if m.ok else 0.0), total + 1
@@ -222,6 +223,52 @@ def test_local_round_steps_along_each_cut_from_the_best_measured(board):
     assert _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished) == []   # once per centre
 
 
+def test_local_round_once_per_region(board):
+    """A new best less than a step from a polished centre has the neighbours just measured: no second round
+    there; one a whole step away (the walk goes on in its direction) or far away gets its own."""
+    from dse.search.guided import _local_round, _Pool
+
+    _, space, base = board
+    cuts = candidate_tuples(space, 1)
+    pool = _Pool(base.with_(option="A"), cuts)
+    rows = [tuple(int(c) for c in row) for row in cuts]
+    mid = rows[len(rows) // 2]
+    pool.measured = {mid: 100.0}
+
+    class Wide:
+        lengths, length = {}, 6.0           # a step of 3 layers
+
+    polished = set()
+    picks = _local_round({"A": pool}, Wide(), np.log(100.0), 0.01, 8, polished)
+    near = next(c for c in rows if 0 < abs(c[0] - mid[0]) < 3 and ("A", c) not in picks)
+    pool.measured[near] = 101.0
+    assert picks and _local_round({"A": pool}, Wide(), np.log(101.0), 0.01, 8, polished) == []
+    pool.measured[picks[0][1]] = 101.5      # a whole step away
+    assert _local_round({"A": pool}, Wide(), np.log(101.5), 0.01, 8, polished)
+    pool.measured[rows[0]] = 102.0          # far from every polished centre
+    assert abs(rows[0][0] - mid[0]) > 6 and _local_round({"A": pool}, Wide(), np.log(102.0), 0.01, 8, polished)
+
+
+def test_a_plateau_flatter_than_the_noise_counts_as_measured(board):
+    """The search does not chase the model's argmax over tuples it predicts within a quarter of the noise of a
+    measured one (one measurement each on a flat plateau), but measures it when it stands out."""
+    import math
+
+    from dse.search.guided import _pick, _Pool
+
+    _, space, base = board
+    cuts = candidate_tuples(space, 1)
+    pool = _Pool(base.with_(option="A"), cuts)
+    pool.measured = {tuple(int(c) for c in cuts[0]): 100.0}
+    mean, sd = np.full(len(cuts), 50.0), np.full(len(cuts), 1e-4)
+    mean[0], mean[1] = 100.0, 100.1         # the model's best, unmeasured, 0.1 % above the measured tuple
+    picks, top = _pick({"A": pool}, {"A": (mean, sd)}, math.log(100.0), 4, first=False, threshold=0.0025)
+    assert picks == [] and top[1] == tuple(int(c) for c in cuts[1])
+    mean[1] = 103.0
+    picks, _ = _pick({"A": pool}, {"A": (mean, sd)}, math.log(100.0), 4, first=False, threshold=0.0025)
+    assert picks and picks[0] == ("A", tuple(int(c) for c in cuts[1]))
+
+
 def _noisy_board(sigma: float):
     analysis = analyze(build_network("tiny-detector", input_size=64))
     raw = dict(load_platform("xavier-agx-sim").raw)
@@ -307,3 +354,17 @@ def test_local_round_steps_outwards_where_a_far_option_rises_towards_an_edge(boa
     assert picks and all(c[0] < rows[0][0] and pool.has(c) for _, c in picks)     # outwards only
     pool.measured = dict(zip(rows, (90.0, 100.0, 80.0)))      # best in the middle: nothing to extrapolate
     assert _local_round({"A": pool}, Flat(), incumbent, 0.01, 8, set()) == []
+
+
+def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
+    """The cut search does not halve the GPU streams over two GPU stages (thesis Sec. 3.5.1 does): at (1, 4, 1)
+    PND-B would rank below PND-A by what the fine-tuner gives back."""
+    backend, space, base = board
+    settings = SearchSettings(seed=0, options=("B", "PND-B"), guided_noise=0.01, guided_budget=6)
+    probe = Probe(Evaluator(backend), "guided")
+    bounds = {"pre": 2, "post": 2, "buffers": 4, "streams": 2}
+    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options)
+    gpu = [i for i, t in enumerate(space.stages("PND-B")) if t == space.main_pe]
+    searched = [m.config for m in probe.memo.values() if m.config.option in settings.options]
+    assert found.tuples and len(gpu) == 2 and searched
+    assert all(c.streams[i] == 2 for c in searched for i in gpu), {c.streams for c in searched}

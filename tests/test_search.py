@@ -169,6 +169,12 @@ def test_stream_tuple_per_option(option, s, expected):
     assert stream_tuple(XAVIER[option], s) == expected
 
 
+@pytest.mark.parametrize("option,s,expected", [("PND-B", 2, (2, 4, 2)), ("B", 3, (3, 2, 3)), ("E", 3, (3,)),
+                                               ("PND-A", 1, (4, 1))])
+def test_stream_tuple_unshared_gives_every_gpu_stage_the_whole_count(option, s, expected):
+    assert stream_tuple(XAVIER[option], s, share_main=False) == expected
+
+
 def test_stream_resplit_only_for_first_gpu_stage():
     assert resplit_first_main((2, 2, 2), XAVIER["B"]) == (1, 2, 3)
     assert resplit_first_main((3, 4, 3), XAVIER["PND-B"]) == (1, 4, 5)

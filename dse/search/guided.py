@@ -153,16 +153,23 @@ class _Pool:
     template: Configuration
     cuts: np.ndarray
     measured: dict[tuple[int, ...], float] = field(default_factory=dict)
-    _members: set | None = field(default=None, repr=False)
+    _rows: dict | None = field(default=None, repr=False)
 
     def config(self, cuts: tuple[int, ...]) -> Configuration:
         return self.template.with_(cuts=tuple(cuts))
 
+    def row(self, cuts: tuple[int, ...]) -> int | None:
+        """The index of ``cuts`` in ``self.cuts`` (None: not one of this option's candidates)."""
+        if self._rows is None:
+            self._rows = {tuple(int(c) for c in row): i for i, row in enumerate(self.cuts)}
+        return self._rows.get(tuple(cuts))
+
     def has(self, cuts: tuple[int, ...]) -> bool:
-        """Whether ``cuts`` is one of this option's candidates."""
-        if self._members is None:
-            self._members = {tuple(int(c) for c in row) for row in self.cuts}
-        return tuple(cuts) in self._members
+        return self.row(cuts) is not None
+
+    def ran(self) -> list[int]:
+        """Rows of the measured tuples that ran."""
+        return [i for c, v in self.measured.items() if v > 0 and (i := self.row(c)) is not None]
 
     def predict(self, model: BoardModel, host_bound: bool = True) -> tuple[np.ndarray, np.ndarray]:
         t = self.template
@@ -184,7 +191,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     pools: dict[str, _Pool] = {}
     for o in options:
         streams = stream_tuple(space.stages(o), bounds["streams"], dla_streams=settings.dla_streams,
-                               main_pe=space.main_pe)
+                               main_pe=space.main_pe, share_main=False)
         cuts = candidate_tuples(space, space.n_cuts(o))
         if len(cuts):
             pools[o] = _Pool(search_config(base, o, (), streams, bounds, settings.pipeline_buffers), cuts)
@@ -322,16 +329,22 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
     """The next candidates by expected gain over the incumbent per second of board time (``cost``: engine
     builds + the run; none: gain alone), among those whose gain reaches ``threshold``, at most half the batch
     from one option and none next to another pick; the model's best first while unmeasured. The first round
-    takes the model's best of every option. Empty when the model's best is measured and no candidate's expected
-    gain reaches ``threshold``."""
+    takes the model's best of every option. Empty when the model's best is measured (or a measured tuple's
+    predicted log FPS is within ``threshold`` of it: on a plateau flatter than the noise the argmax wanders over
+    equal tuples, one measurement each, yolov4 INT8 PND-B) and no candidate's expected gain reaches
+    ``threshold``."""
     scored = []
     top = None
+    settled = -math.inf        # the model's best value at a measured tuple
     for o, p in pools.items():
         mean, sd = preds[o]
         lm = np.log(np.maximum(mean, 1e-9))
         i_best = int(np.argmax(lm))
         cand = (float(lm[i_best]), o, tuple(int(c) for c in p.cuts[i_best]))
         top = cand if top is None or cand[0] > top[0] else top
+        ran = p.ran()
+        if ran:
+            settled = max(settled, float(lm[ran].max()))
         gain = expected_gain(lm, sd, incumbent)
         for i in np.argsort(-gain)[:200]:
             cuts = tuple(int(c) for c in p.cuts[i])
@@ -341,7 +354,7 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
     model_best = (top[1], top[2], math.exp(top[0]))
     if first:
         return [(o, tuple(int(c) for c in p.cuts[int(np.argmax(preds[o][0]))])) for o, p in pools.items()], model_best
-    top_measured = top[2] in pools[top[1]].measured
+    top_measured = top[2] in pools[top[1]].measured or settled >= top[0] - threshold
     scored.sort(reverse=True)
     if top_measured and not scored:
         return [], model_best
@@ -403,8 +416,10 @@ def _local_round(pools, model: BoardModel, incumbent: float, noise: float, k: in
     for fps, o in near:
         p = pools[o]
         centre = max(p.measured, key=p.measured.get)
-        if fps <= 0 or (o, centre) in polished:
-            continue
+        step = max(2, round(model.lengths.get(o, model.length) / 2))
+        if fps <= 0 or any(po == o and len(pc) == len(centre) and all(abs(a - b) < step for a, b in zip(pc, centre))
+                           for po, pc in polished):
+            continue        # a new best within a step of a polished one has the same neighbours
         within = math.log(fps) >= incumbent + math.log(1 - LOCAL_WITHIN * noise)
         ran = [c for c, v in p.measured.items() if v > 0]
         outward = {(i, sign) for i in range(len(centre)) for sign, edge in ((-1, min), (1, max))
@@ -413,7 +428,6 @@ def _local_round(pools, model: BoardModel, incumbent: float, noise: float, k: in
         if not within and not outward:
             continue
         polished.add((o, centre))
-        step = max(2, round(model.lengths.get(o, model.length) / 2))
         for i in range(len(centre)):
             for sign in (-1, 1):
                 if not within and (i, sign) not in outward:
