@@ -82,3 +82,15 @@ def test_load_reference_detects_staleness(ref, tmp_path, capsys):
     path.write_text(json.dumps({**data, "model_digest": "0" * 64}))
     assert reference.load_reference(NET, PREC, overrides=FAST, root=tmp_path) is None
     assert "model_digest" in capsys.readouterr().out
+
+
+def test_every_option_is_tuned_from_both_stream_templates(ref):
+    """The best of each screened option is fine-tuned, from the sweep's configuration (every GPU stage at the
+    maximizer's streams) and, where it differs, from the thesis' halved GPU streams."""
+    starts = {t["start"].split(" ")[0] for t in ref["finetuned"]}
+    assert starts == {c["option"] for c in ref["top"]}
+    halved = [t for t in ref["finetuned"] if t["start"].startswith("PND-B")]
+    streams = {tuple(t["start_streams"]) for t in halved}
+    s = ref["bounds"]["streams"]
+    assert s >= 2          # else both templates are one
+    assert (s, 4, s) in streams and ((s + 1) // 2, 4, (s + 1) // 2) in streams
