@@ -206,9 +206,10 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         # -- fine-tuning of the best by mean ---------------------------------------------------------------
         t = time.perf_counter()
         tuned = []
-        starts = candidates[:finetune_best]
-        starts += [c for c in candidates if c["option"] not in {s["option"] for s in starts}
-                   and c is next(d for d in candidates if d["option"] == c["option"])]
+        starts = list(candidates[:finetune_best])
+        for c in candidates:        # then the best of each other option (candidates are ranked by mean)
+            if all(s["option"] != c["option"] for s in starts):
+                starts.append(c)
         for cand in starts:
             halved = cand["config"].with_(streams=stream_tuple(
                 space.stages(cand["option"]), bounds["streams"], dla_streams=settings.dla_streams,
