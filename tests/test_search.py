@@ -423,6 +423,22 @@ def test_finetune_keeps_buffers_at_least_streams():
     assert model.fps_of("E", (), (3,), 1, 1, 2) == pytest.approx(r.fps)  # the constraint, not FPS, stopped it
 
 
+def test_finetune_behind_another_finalist_skips_the_lowering():
+    """A finalist whose raised parameters stay under an FPS the caller already holds is not lowered again:
+    step 2 only gives FPS back. Just above its reach, the lowering runs as before."""
+    model = Model(costs_bumpy(60), ratio=2.8, pre_ms=2.0, post_ms=1.0)
+    start = BASE.with_(option="B", cuts=(10, 30), streams=(4, 2, 4), buffers=16, pre_threads=6, post_threads=5)
+    full = finetune(model.space(), CachingEvaluator(model), start, fast(degradation=0.02))
+    assert any(tp.kind.startswith("lower") for tp in full.trajectory)
+    ev = CachingEvaluator(model)
+    cut = finetune(model.space(), ev, start, fast(degradation=0.02), behind=full.reference_fps * 1.001)
+    assert not any(tp.kind.startswith(("lower", "rebalance")) for tp in cut.trajectory)
+    assert cut.reference_fps == full.reference_fps and cut.points < full.points
+    level = finetune(model.space(), CachingEvaluator(model), start, fast(degradation=0.02),
+                     behind=full.reference_fps)
+    assert level.points == full.points
+
+
 def test_finetune_of_a_refused_configuration_does_not_shrink_it():
     """Every configuration refused (0 FPS): step 2 must not read 'within degradation of 0' as licence to
     lower everything; the start is returned as it was."""

@@ -61,7 +61,10 @@ def _others_max(cfg: Configuration) -> int:
 
 
 def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
-             settings: SearchSettings) -> FinetuneResult:
+             settings: SearchSettings, behind: float = 0.0) -> FinetuneResult:
+    """``behind``: an FPS the caller already holds (another finalist's step-1 best, less the noise). When step 1's best stays under
+    it, steps 2 and 3 are skipped: step 2 only gives FPS back, and a configuration that cannot win needs no
+    fewest resources."""
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
     types = space.stages(config.option)
     stream_names = [f"s{i}" for i in range(len(types))]
@@ -94,7 +97,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                 else:
                     break
     reference = fps_cur
-    if reference <= 0:  # nothing ran (a refused configuration): no FPS to keep, so nothing to minimize
+    if reference <= 0 or reference < behind:  # nothing ran (a refused configuration), or it cannot win
         return FinetuneResult(cur, m_cur, start_fps, reference, points=len(tracker.seen) - 1,
                               trajectory=tracker.trajectory)
 

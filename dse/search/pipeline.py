@@ -122,19 +122,22 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
 
 
 def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
-                   settings: SearchSettings) -> FinetuneResult:
+                   settings: SearchSettings, noise: float = 0.0) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
     (with ``guided_repeats``) re-runs every start and every tuned configuration that many times on fresh noise
     and answers the best mean: a tuned configuration whose single sample was lucky, or a start that tuning only
-    seemed to improve, no longer wins by that sample. Otherwise the best tuned one wins, the first on a tie."""
+    seemed to improve, no longer wins by that sample; a later finalist whose raised parameters stay more than
+    twice the noise (``noise``, relative) under an earlier tuned one is not lowered again. Otherwise the best
+    tuned one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
         results: list[FinetuneResult] = []
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
-            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings))
+            behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
+            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind))
         best = _confirm(probe, starts, results, settings.guided_repeats)
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
@@ -283,7 +286,7 @@ def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configura
         found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
         if progress:
             progress("fine-tuning")
-        tuned = finetune_phase(space, probe, found.finalists, settings)
+        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise)
         return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")
