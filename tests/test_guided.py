@@ -368,3 +368,25 @@ def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
     searched = [m.config for m in probe.memo.values() if m.config.option in settings.options]
     assert found.tuples and len(gpu) == 2 and searched
     assert all(c.streams[i] == 2 for c in searched for i in gpu), {c.streams for c in searched}
+
+
+def test_check_round_takes_the_cheapest_of_the_tuples_within_the_noise_of_the_best(board):
+    """Tuples the model ranks within the noise of its best are equal to it; the check measures the one whose
+    engines are built first. Outside the noise the predicted mean decides, as before."""
+    from dse.search.guided import _check_round, _Pool
+
+    _, space, base = board
+    cuts = np.array([[10, 50], [20, 60], [30, 70], [40, 80]])
+    pool = _Pool(base.with_(option="PND-B"), cuts)
+    preds = {"PND-B": (np.array([100.0, 99.5, 90.0, 80.0]), np.ones(4))}
+    cheap = {(20, 60): 10.0, (40, 80): 1.0}
+
+    def cost(option, c, fps):
+        return cheap.get(c, 100.0)
+
+    assert _check_round({"PND-B": pool}, preds, 1, 0.01, cost) == [("PND-B", (20, 60))]
+    assert _check_round({"PND-B": pool}, preds, 1, 0.001, cost) == [("PND-B", (10, 50))]
+    assert _check_round({"PND-B": pool}, preds, 4, 0.01, cost) == [("PND-B", c) for c in
+                                                                   [(20, 60), (10, 50), (30, 70), (40, 80)]]
+    pool.measured[(20, 60)] = 99.0
+    assert _check_round({"PND-B": pool}, preds, 1, 0.01, cost) == [("PND-B", (10, 50))]

@@ -252,7 +252,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             # before stopping, one round on the best predicted unmeasured tuples: a model that is wrong near
             # the optimum shows it here, and the search goes on from what it measured (again only once the
             # incumbent has risen by more than the noise: a rise within it is no news about the model)
-            picks, kind, checked = _check_round(pools, preds, batch), "check", incumbent
+            picks, kind, checked = _check_round(pools, preds, batch, noise, cost), "check", incumbent
         if not picks:
             # then the neighbours of the best measured tuples, measured: where the model's shape is wrong by a
             # few percent (a bottleneck it places a few layers off), the data near the optimum correct it
@@ -390,8 +390,12 @@ class _BoardTime:
         return self.costs.run_s(self.frames, fps) + builds
 
 
-def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
-    """The ``k`` unmeasured tuples with the best predicted mean, none next to another."""
+def _check_round(pools, preds, k: int, noise: float, cost: Callable[[str, tuple[int, ...], float], float]
+                 ) -> list[tuple[str, tuple[int, ...]]]:
+    """``k`` unmeasured tuples among the best predicted, none next to another: those predicted within the noise
+    of the best one first, the cheapest to measure (``cost``: engines already built cost nothing) of them
+    first; then the rest by predicted mean. Within the noise the model cannot rank them, and a PND-B tuple that
+    shares a cut with a measured one builds one GPU engine instead of two."""
     ranked = []
     for o, p in pools.items():
         mean = preds[o][0]
@@ -399,7 +403,11 @@ def _check_round(pools, preds, k: int) -> list[tuple[str, tuple[int, ...]]]:
             cuts = tuple(int(c) for c in p.cuts[i])
             if cuts not in p.measured:
                 ranked.append((float(mean[i]), o, cuts))
+    if not ranked:
+        return []
     ranked.sort(reverse=True)
+    band = ranked[0][0] * (1 - noise)
+    ranked.sort(key=lambda r: (r[0] < band, cost(r[1], r[2], r[0]) if r[0] >= band else 0.0))   # stable
     return _spread(ranked, k, k, [])
 
 
