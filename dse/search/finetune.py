@@ -62,9 +62,9 @@ def _others_max(cfg: Configuration) -> int:
 
 def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
              settings: SearchSettings, behind: float = 0.0) -> FinetuneResult:
-    """``behind``: an FPS the caller already holds (another finalist's step-1 best, less the noise). When step 1's best stays under
-    it, steps 2 and 3 are skipped: step 2 only gives FPS back, and a configuration that cannot win needs no
-    fewest resources."""
+    """``behind``: an FPS the caller already holds (another finalist's step-1 best, less the noise). When step
+    1's best stays under it, steps 2 and 3 are skipped: step 2 only gives FPS back, and a configuration that
+    cannot win needs no fewest resources."""
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
     types = space.stages(config.option)
     stream_names = [f"s{i}" for i in range(len(types))]
