@@ -425,7 +425,7 @@ def _local_round(pools, model: BoardModel, incumbent: float, noise: float, k: in
         p = pools[o]
         centre = max(p.measured, key=p.measured.get)
         step = max(2, round(model.lengths.get(o, model.length) / 2))
-        if fps <= 0 or any(po == o and len(pc) == len(centre) and all(abs(a - b) < step for a, b in zip(pc, centre))
+        if fps <= 0 or any(po == o and all(abs(a - b) < step for a, b in zip(pc, centre))
                            for po, pc in polished):
             continue        # a new best within a step of a polished one has the same neighbours
         within = math.log(fps) >= incumbent + math.log(1 - LOCAL_WITHIN * noise)
