@@ -1,6 +1,6 @@
-# The exploration workflow (thesis Fig. 3.6): configure -> analyze -> maximize -> explore_option (one job per
-# mapping option, global-only) -> select_option -> search (global + local) -> finetune -> report;
-# with search.strategy=guided: configure -> analyze -> maximize -> search (model-guided) -> finetune -> report.
+# The exploration workflow: configure -> analyze -> maximize -> search (model-guided) -> finetune -> report;
+# with search.strategy=proposed (thesis Fig. 3.6): configure -> analyze -> maximize -> explore_option (one job per
+# mapping option, global-only) -> select_option -> search (global + local) -> finetune -> report.
 # `snakemake --cores N` runs the default (yolov4, INT8, virtual Xavier AGX).
 # Overrides: --config overrides='[benchmark=yolov4,precision=fp16]'   benchmarks='[yolov4,yolov3]'
 # Per-layer mapping (seeds 002/004): `snakemake --cores 2 layermap --config overrides='[platform=galaxy-s9-sim,

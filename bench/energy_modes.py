@@ -44,7 +44,8 @@ def target(min_fps: float) -> dict:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        _, _, backend, space, settings, base = search_setup("yolov4", "int8", Path(tmp), "xavier-agx-sim")
+        _, _, backend, space, settings, base = search_setup("yolov4", "int8", Path(tmp), "xavier-agx-sim",
+                                                            ("search.strategy=proposed",))
         probe = Probe(Evaluator(backend))
         found = run_search(space, probe, base, settings)
         searched = probe.measured

@@ -70,7 +70,8 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
     load = load_average()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
+        cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
+                                                                     ("search.strategy=proposed", *overrides))
         t_analysis = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))
         t1 = time.perf_counter()

@@ -11,7 +11,7 @@ from dse.workflow.compare import CONFIRM_FIRST
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
-FAST = ("[benchmark=tiny-detector,search.options=[E,A,PND-A],benchmark.sample_size=300,"
+FAST = ("[benchmark=tiny-detector,search.strategy=proposed,search.options=[E,A,PND-A],benchmark.sample_size=300,"
         "+compare={ga:{population:6,generations:2},finetune_ga:{population:4,generations:1},"
         "profiled_ga:{population:8,generations:3},exhaustive_cap:200}]")
 

@@ -138,7 +138,7 @@ def test_measuring_jobs_of_two_runs_share_a_two_board_farm(tmp_path):
     proc = snakemake(wd, "--resources", "board=2", "--config", "boards=[local-1,local-2]",
                      "benchmarks=[tiny-chain,tiny-residual]",
                      "overrides=[platform=host-cpu,precision=fp32,benchmark.sample_size=60,benchmark.warmup=5,"
-                     "search.max_tuples=20,search.top_k=2,search.min_local_searches=2]")
+                     "search.strategy=proposed,search.max_tuples=20,search.top_k=2,search.min_local_searches=2]")
     log = proc.stdout + proc.stderr
     assert log.count("[lease] ") >= 2 * 5      # maximize, explore_option x options, search, finetune per run
     events = [json.loads(line) for line in (wd / ".dse" / "leases" / "ledger.jsonl").read_text().splitlines()]

@@ -90,7 +90,7 @@ def compared(tmp_path_factory):
     from dse.workflow.plan import plan_runs
 
     wd = tmp_path_factory.mktemp("optuna-cmp")
-    overrides = f"[benchmark=tiny-detector,search.options=[E,A],benchmark.sample_size=200,results_dir={wd}/results]"
+    overrides = f"[benchmark=tiny-detector,search.strategy=proposed,search.options=[E,A],benchmark.sample_size=200,results_dir={wd}/results]"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(wd)
         (run, plan), = plan_runs({"overrides": overrides}).items()

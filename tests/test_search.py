@@ -144,7 +144,8 @@ BOUNDS = {"pre": 3, "post": 1, "buffers": 8, "streams": 3}
 
 
 def fast(**kw):
-    return SearchSettings(**{"seed": 0, **kw})
+    """The thesis' search (these tests check its phases; the guided one has tests of its own)."""
+    return SearchSettings(**{"seed": 0, "strategy": "proposed", **kw})
 
 
 # --------------------------------------------------------------------------------------------- settings
@@ -158,6 +159,16 @@ def test_settings_from_dict_and_unknown_key():
         SearchSettings(initial="greedy")
     assert SearchSettings().step_for(15) == 1 and SearchSettings().step_for(269) == 14
     assert SearchSettings(sample_step=3).step_for(269) == 3
+
+
+def test_the_guided_search_is_the_default_and_refuses_reuse_from(tmp_path):
+    """reuse_from seeds the thesis' per-option searches; the (default) guided search has none to seed, so it
+    says which strategy to pick instead of ignoring the setting."""
+    (tmp_path / "options").mkdir()
+    assert SearchSettings().strategy == "guided"
+    with pytest.raises(DseError, match="search.strategy=proposed"):
+        SearchSettings(reuse_from=str(tmp_path))
+    assert SearchSettings(reuse_from=str(tmp_path), strategy="proposed").reuse_from == str(tmp_path)
 
 
 # --------------------------------------------------------------------------------------------- streams

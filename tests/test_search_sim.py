@@ -55,7 +55,7 @@ def test_explorer_matches_exhaustive_single_cut_sweep(board):
 def test_run_search_on_sim_never_remeasures(board):
     backend, space, base = board
     ev = evaluate_mod.Evaluator(backend)
-    settings = SearchSettings(seed=1)
+    settings = SearchSettings(seed=1, strategy="proposed")
     r = run_search(space, ev, base, settings)
     assert ev.reused == 0 and ev.measured == r.measured
     short = r.selection.shortlist

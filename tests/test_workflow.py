@@ -18,7 +18,8 @@ from dse.store import read
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
-FAST = "[benchmark=tiny-detector,search.options=[E,A,PND-A],benchmark.sample_size=300]"
+# the thesis' search (its per-option jobs); the default (guided) one is checked on its own
+FAST = "[benchmark=tiny-detector,search.strategy=proposed,search.options=[E,A,PND-A],benchmark.sample_size=300]"
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -113,7 +114,8 @@ def test_a_dry_run_changes_nothing(finished, tmp_path):
     snakemake(wd, "-n", "--config", f"overrides={FAST[:-1]},search.top_k=3,benchmark.warmup=7]")
     assert {p.name: (p.read_text(), p.stat().st_mtime_ns) for p in (wd / RUN / "config").iterdir()} == parts
     fresh = _workdir(tmp_path)
-    snakemake(fresh, "-n")
+    jobs = _jobs(snakemake(fresh, "-n"))
+    assert "search" in jobs and "explore_option" not in jobs, "the default search is the guided one"
     snakemake(fresh, "--lint", check=False)
     assert not (fresh / "results").exists()
 
@@ -166,7 +168,7 @@ def test_bad_override_fails_before_any_job(tmp_path, override, message):
 
 def test_resume_after_interruption(tmp_path):
     wd = _workdir(tmp_path)
-    args = ["--config", "overrides=[benchmark=tiny-detector,benchmark.sample_size=300]"]
+    args = ["--config", "overrides=[benchmark=tiny-detector,search.strategy=proposed,benchmark.sample_size=300]"]
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", *args]
     proc = subprocess.Popen(cmd, cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -197,7 +199,8 @@ def test_an_infrastructure_failure_fails_the_run_and_is_not_replayed(tmp_path):
     """Corrupt engine-cache entries make every measurement an error: the run fails and says why (no
     "best 0.0 FPS"); once the entries are gone the next run measures the same configurations for real."""
     wd = _workdir(tmp_path)
-    args = ["--config", "overrides=[benchmark=tiny-chain,search.options=[E,A],benchmark.sample_size=200]"]
+    args = ["--config", "overrides=[benchmark=tiny-chain,search.strategy=proposed,search.options=[E,A],"
+            "benchmark.sample_size=200]"]
     snakemake(wd, *args)
     run = wd / "results/tiny-chain/xavier-agx-sim/int8-b1-64"
     sidecars = sorted((wd / "results/engines/xavier-agx-sim").glob("*.json"))
@@ -248,14 +251,15 @@ def test_a_changed_reuse_from_reruns_what_reads_it(finished):
 
 
 def test_host_cpu_platform_unchanged(tmp_path):
-    """The same workflow on real ONNX Runtime measurements (platform=host-cpu, fp32 by the platform)."""
+    """The default (guided) workflow on real ONNX Runtime measurements (platform=host-cpu, fp32 by the platform):
+    each configuration measured once, plus the guided search's re-runs on fresh repeat indices."""
     wd = _workdir(tmp_path)
     snakemake(wd, "--config", "overrides=[benchmark=tiny-chain,platform=host-cpu,benchmark.sample_size=40]")
     run = wd / "results/tiny-chain/host-cpu/fp32-b1-64"
     best = yaml.safe_load((run / "best.yaml").read_text())
     frame = pd.read_parquet(run / "measurements.parquet")
     assert best["backend"] == "ort" and best["fps"] > 0
-    assert set(frame["backend"]) == {"ort"} and frame["config_hash"].is_unique
+    assert set(frame["backend"]) == {"ort"} and not frame.duplicated(["config_hash", "repeat"]).any()
     assert set(frame["option"]) >= {"E", "1-1"} or len(os.sched_getaffinity(0)) != 2
 
 
@@ -319,7 +323,7 @@ def test_the_report_counts_what_this_search_asked_for(finished):
     wd, _ = finished
     snakemake(wd, "--config", f"overrides={FAST[:-1]},search.top_k=2,search.min_local_searches=2]")
     run = wd / RUN
-    asked = asked_by_phases(run)
+    asked = asked_by_phases(run, "proposed")
     merged = pd.read_parquet(run / "measurements.parquet")
     stale = set(merged["config_hash"]) - asked
     assert asked and stale, "the earlier search's rows are kept on disk"

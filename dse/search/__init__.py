@@ -3,7 +3,8 @@
 The proposed method of the thesis (Ch. 3.5) as phases (``pipeline``): maximize (Base(G) + the parameter
 maximizer), explore each option (Algorithm 2, global only), select the option and the shortlist, search the
 shortlist (Algorithm 2 + Algorithm 3), fine-tune. ``run_search`` chains them; the workflow calls each one.
-``search.strategy=guided`` replaces the middle three by one model-guided exploration (``guided``).
+The default strategy (``guided``) replaces the middle three by one model-guided exploration;
+``search.strategy=proposed`` runs them.
 """
 from dse.search.explorer import OptionResult, explore_option
 from dse.search.finetune import FinetuneResult, finetune

@@ -4,7 +4,8 @@ maximize (Base(G), then the parameter maximizer on the main-PE-only option) -> g
 every mapping option (one call per option) -> selection of the best option and of the shortlist within
 ``refine_within`` of it -> full exploration of the shortlist, the best of it wins -> fine-tuning.
 
-``search.strategy=guided`` replaces the three middle phases by ``guided_phase`` (``dse.search.guided``).
+The default strategy (``guided``) replaces the three middle phases by ``guided_phase`` (``dse.search.guided``);
+``search.strategy=proposed`` runs them.
 
 These functions are the only implementation: each Snakemake rule calls one of them (``dse.workflow.phases``
 reads its inputs and writes its result), and ``run_search`` (what ``bench/`` measures) chains the same calls

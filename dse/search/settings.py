@@ -1,4 +1,4 @@
-"""Knobs of the proposed search (thesis Sec. 3.5), built from the Hydra `search` group.
+"""Knobs of the exploration (the guided search and the thesis' Sec. 3.5 method), built from the Hydra `search` group.
 
 One frozen dataclass so a run records exactly which values it used (``to_dict``) and an unknown key
 in a user's override is an error that names the valid keys, not a silently ignored typo.
@@ -13,7 +13,9 @@ from typing import Any, Mapping
 from dse.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
-STRATEGIES = ("proposed", "guided")   # the thesis' search (Sec. 3.5) | model-guided (dse.search.guided)
+# model-guided (dse.search.guided; the default since it beat the thesis' search on BENCHMARKS.md 8: more answers
+# within 1 % of the exhaustive reference at a third of the board hours) | the thesis' search (Sec. 3.5)
+STRATEGIES = ("guided", "proposed")
 # the largest value of every count a user may set (the platform's limits bound the configurations further)
 UPPER_BOUNDS = {"top_k": 1000, "min_local_searches": 1000, "max_pre": 256, "max_post": 256, "max_buffers": 4096,
                 "max_streams": 64, "dla_streams": 64, "max_tuples": 100_000, "sample_step": 10_000,
@@ -26,7 +28,7 @@ class SearchSettings:
     """Defaults follow the thesis where it gives a value (K=10, L=10, T greedy from high to low)."""
 
     seed: int = 0
-    strategy: str = "proposed"
+    strategy: str = "guided"
     # candidate cut set: feasible positions at least `sample_step` layers apart (0 = auto, ~n_layers/20)
     sample_step: int = 0
     top_k: int = 10                  # K of Algorithm 2 (1 when re-exploring from a reused tuple)
@@ -74,6 +76,9 @@ class SearchSettings:
                                f"options/ with per-option results)")
         if self.strategy not in STRATEGIES:
             raise choices_error("search.strategy", self.strategy, STRATEGIES)
+        if self.reuse_from is not None and self.strategy != "proposed":
+            raise DseError(f"reuse_from re-explores from an earlier run's per-option cuts with the thesis' search; "
+                           f"add search.strategy=proposed (search.strategy={self.strategy} cannot reuse them)")
         if self.guided_noise != "auto" and (isinstance(self.guided_noise, (bool, str))
                                             or not 0 < self.guided_noise < 1):
             raise DseError(f"search.guided_noise must be 'auto' or a number in (0, 1), got {self.guided_noise!r}")

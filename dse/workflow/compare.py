@@ -138,6 +138,11 @@ class Comparison:
         # the phases' own rows (a row another strategy's run wrote first, e.g. the maximizer's, keeps its label)
         return frame[frame["strategy"] != "Base(G)"]
 
+    @property
+    def own_method(self) -> str:
+        """The method name of the run's own search (``Guided`` by default, ``Proposed`` for the thesis' one)."""
+        return next(m for m, s in RUN_STRATEGIES.items() if s == self.ctx.settings.strategy)
+
     def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
         """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of
         configurations it had measured, repeat > 0)."""
@@ -191,13 +196,14 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         profile = cmp.space.gpu_layer_profile()
         r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings, s.profiled_ga)
         extra = {**r.to_dict(), "ratio_from": how}
-        # Table 3.11: estimate vs measurement for the Profiled mapping and the proposed method's mapping
+        # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
         extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
         best = _proposed_best(cmp)
         if best is not None:
             found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
-            pm = cmp.probe("Proposed").evaluator.evaluate(found, phase="proposed/recheck", strategy="Proposed")
-            extra["estimates"].append(_estimate_row("Proposed", found, pm, profile, ratio, space))
+            own = cmp.own_method
+            pm = cmp.probe(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
+            extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
         return _answer(method, r.tuned.measurement, probe.asked, extra=extra)
     if method == "Comprehensive GA":
         r = comprehensive_ga(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, s.ga)
@@ -259,7 +265,7 @@ def _proposed_best(cmp: Comparison):
         return None
     best = OmegaConf.to_container(OmegaConf.load(path))
     cfg = Configuration.from_dict(best["config"])
-    return cmp.probe("Proposed").evaluator.cache.get((cfg.hash, 0))
+    return cmp.probe(cmp.own_method).evaluator.cache.get((cfg.hash, 0))
 
 
 def _proposed_mapping_points(cmp: Comparison) -> set:

@@ -209,7 +209,7 @@ def phase_files(run: Path, strategy: str, suffix: str) -> list[Path]:
     return [p for pattern in PHASE_FILES[strategy] for p in sorted((run / "cache").glob(f"{pattern}{suffix}"))]
 
 
-def asked_by_phases(run: Path, strategy: str = "proposed") -> set[str] | None:
+def asked_by_phases(run: Path, strategy: str) -> set[str] | None:
     """Configuration hashes the run's phases asked for (None for a run from before these records)."""
     files = phase_files(run, strategy, ".asked.json")
     return {h for p in files for h in json.loads(p.read_text())} if files else None

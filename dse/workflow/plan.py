@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dse.config import compose_config, run_dir, split_overrides
 from dse.errors import DseError
+from dse.search.settings import SearchSettings
 
 # run_dir/config/<part>.yaml: the rules' inputs
 RUNTIME_MIN = {"sim": 60, "ort": 240, "trt": 24 * 60}
@@ -104,7 +105,7 @@ class RunPlan:
     parts: dict[str, str]
     resolved: str
     options: tuple[str, ...]
-    strategy: str = "proposed"     # search.strategy: which rules the run's search takes
+    strategy: str = SearchSettings.strategy   # search.strategy: which rules the run's search takes
     refused: dict = field(default_factory=dict)   # target family ("pipeline", "layermap") -> why not here ("": can)
     layermap_files: tuple[str, ...] = ()           # the layermap target's run-relative outputs
     layermap_solve_files: tuple[str, ...] = ()     # the layermap solve jobs' results (the merge's inputs)
@@ -151,7 +152,7 @@ def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
 
     parts, options, refused = config_parts(cfg)
     plan = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
-                   options=options, strategy=parts.get("search", {}).get("strategy", "proposed"),
+                   options=options, strategy=parts.get("search", {}).get("strategy", SearchSettings.strategy),
                    refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
                    layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()),
                    backend=parts["platform"].get("backend", "sim"),

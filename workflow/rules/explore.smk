@@ -53,9 +53,9 @@ rule select_option:
 
 
 rule search:
-    """search.strategy=proposed: global + local search (Algorithms 2 and 3, T lowered greedily) on each
-    shortlisted option. search.strategy=guided: the model-guided exploration of every option, straight after
-    the maximizer (no per-option jobs)."""
+    """search.strategy=guided (the default): the model-guided exploration of every option, straight after the
+    maximizer (no per-option jobs). search.strategy=proposed: global + local search (Algorithms 2 and 3, T lowered
+    greedily) on each shortlisted option."""
     input:
         lambda wc: f"{wc.run}/maximize.json" if _plan(wc.run).strategy == "guided" else f"{wc.run}/selected.json",
     output:

@@ -72,7 +72,8 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
                          f"{', '.join(f'{n}/{p}' for n, p in TABLE_3_5)}")
     with tempfile.TemporaryDirectory(prefix="dse-decide-") as tmp:
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
-                                                            (f"seed={seed}", *overrides))
+                                                            (f"seed={seed}", "search.strategy=proposed",
+                                                             *overrides))
         probe = Probe(Evaluator(backend, seed=seed))
         searched = run_search(space, probe, base, settings)
         tuned, configs = {}, {}
