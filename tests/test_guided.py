@@ -3,6 +3,7 @@ enumeration is every feasible tuple, and on small networks it finds the brute-fo
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -166,6 +167,24 @@ def test_model_learns_the_host_thread_bounds_and_asks_for_enough_threads():
     assert capped[0] <= obs[0].fps * 1.02 < free[0]
     assert model.threads_for(obs[0].fps * 2.5) == (3, 2) and model.threads_for(obs[0].fps * 0.9) == (1, 1)
     assert fit_board_model(facts, roles, gpu, [Observation("E", (), (1,), 8, 50.0)]).threads_for(1e6) == (1, 1)
+    # an option's correction (here +20 %) fixes the accelerators' side; the thread pools' ceiling still holds
+    model.log_kappa["E"] = math.log(1.2)
+    lifted, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=(1, 8))
+    assert lifted[0] == pytest.approx(model.host_ceiling((1, 8))) and model.host_ceiling(None) == math.inf
+
+
+def test_expected_gain_stops_at_the_host_ceiling():
+    """No tuple beats the FPS the host's thread pools let through: a ceiling at the incumbent leaves no gain (a
+    host-bound plateau, where every option measures the same, converges), and one above it leaves the gain of
+    the truncated variable E[(min(X, c) - I)+] (checked by sampling)."""
+    rng = np.random.default_rng(0)
+    m, s, incumbent, ceiling = np.log(100.0), 0.05, np.log(98.0), np.log(103.0)
+    free = expected_gain(np.array([m]), np.array([s]), incumbent)[0]
+    capped = expected_gain(np.array([m]), np.array([s]), incumbent, ceiling)[0]
+    x = rng.normal(m, s, 400_000)
+    assert capped == pytest.approx(np.maximum(np.minimum(x, ceiling) - incumbent, 0).mean(), rel=0.01)
+    assert 0 < capped < free == pytest.approx(np.maximum(x - incumbent, 0).mean(), rel=0.01)
+    assert expected_gain(np.array([m]), np.array([s]), incumbent, incumbent)[0] == 0.0
 
 
 def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
@@ -252,8 +271,6 @@ def test_local_round_once_per_region(board):
 def test_a_plateau_flatter_than_the_noise_counts_as_measured(board):
     """The search does not chase the model's argmax over tuples it predicts within a quarter of the noise of a
     measured one (one measurement each on a flat plateau), but measures it when it stands out."""
-    import math
-
     from dse.search.guided import _pick, _Pool
 
     _, space, base = board

@@ -266,6 +266,12 @@ class BoardModel:
                 bound = np.minimum(bound, n / ms)
         return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
+    def host_ceiling(self, threads: tuple[int, int] | None) -> float:
+        """The FPS the (pre, post) thread pools let through at most (inf where no bound is known): a ceiling that
+        no accelerator-side correction lifts."""
+        return min((n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms),
+                   default=math.inf)
+
     def threads_for(self, fps: float) -> tuple[int, int]:
         """The fewest (pre, post) threads whose host bounds let ``fps`` through (1 where none is known)."""
         return tuple(max(1, math.ceil(fps * ms / 1000.0 - 1e-9)) if ms else 1
@@ -293,7 +299,8 @@ class BoardModel:
             gp_var = np.maximum(s2 - np.einsum("ij,ji->i", k_sx, solve[:, 1:]), self.noise ** 2 / 4)
             shrink = gp_var / s2
         sd = np.sqrt(ens * shrink + s2 * shrink)
-        return np.exp(mean), sd
+        # the option's correction and the residual fix the accelerators' side; the host pools stay a ceiling
+        return np.exp(np.minimum(mean, math.log(self.host_ceiling(threads)))), sd
 
     @staticmethod
     def _kernel(x: np.ndarray, y: np.ndarray, length: float) -> np.ndarray:

@@ -246,7 +246,9 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         raise_threads(model)
         preds = {o: p.predict(model) for o, p in pools.items()}
         incumbent, best_mean = _incumbent(pools, preds)
-        picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4, cost=cost)
+        ceilings = {o: model.host_ceiling((p.template.pre_threads, p.template.post_threads)) for o, p in pools.items()}
+        picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4, cost=cost,
+                           ceilings=ceilings)
         kind = "gain"
         if not picks and incumbent > checked + noise:
             # before stopping, one round on the best predicted unmeasured tuples: a model that is wrong near
@@ -315,17 +317,24 @@ def _incumbent(pools, preds) -> tuple[float, float]:
     return (math.log(best) if best > 0 else -math.inf), max(float(preds[o][0].max()) for o in pools)
 
 
-def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float) -> np.ndarray:
-    """Expected relative improvement over the incumbent (log scale) of a candidate whose log FPS is normal."""
+def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float, ceiling: float = math.inf) -> np.ndarray:
+    """Expected relative improvement over the incumbent (log scale) of a candidate whose log FPS is normal, and
+    no higher than ``ceiling`` (log FPS the host's thread pools let through): (X - I)+ - (X - c)+ for c >= I."""
     from scipy.stats import norm
 
-    sd = np.maximum(sd, 1e-9)
-    z = (log_mean - incumbent) / sd
-    return sd * (z * norm.cdf(z) + norm.pdf(z))
+    def above(level: float) -> np.ndarray:
+        z = (log_mean - level) / s
+        return s * (z * norm.cdf(z) + norm.pdf(z))
+
+    s = np.maximum(sd, 1e-9)
+    if ceiling <= incumbent:
+        return np.zeros_like(s)
+    return above(incumbent) - (above(ceiling) if ceiling < math.inf else 0.0)
 
 
 def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
-          cost: Callable[[str, tuple[int, ...], float], float] | None = None) -> tuple[list, tuple]:
+          cost: Callable[[str, tuple[int, ...], float], float] | None = None,
+          ceilings: Mapping[str, float] | None = None) -> tuple[list, tuple]:
     """The next candidates by expected gain over the incumbent per second of board time (``cost``: engine
     builds + the run; none: gain alone), among those whose gain reaches ``threshold``, at most half the batch
     from one option and none next to another pick; the model's best first while unmeasured. The first round
@@ -345,7 +354,7 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
         ran = p.ran()
         if ran:
             settled = max(settled, float(lm[ran].max()))
-        gain = expected_gain(lm, sd, incumbent)
+        gain = expected_gain(lm, sd, incumbent, math.log((ceilings or {}).get(o, math.inf)))
         for i in np.argsort(-gain)[:200]:
             cuts = tuple(int(c) for c in p.cuts[i])
             if cuts not in p.measured and gain[i] >= threshold:
