@@ -169,6 +169,7 @@ class Observation:
     fps: float
     pre: int = 0          # its pre-processing threads (0: unknown, no host bound)
     post: int = 0         # its post-processing threads (0: unknown)
+    cpu: float = 0.0      # CPU utilization, all cores (0: unknown)
 
 
 @dataclass
@@ -213,6 +214,9 @@ class BoardModel:
     # may cost several times its post-processing, and the fewer threads of the two is not what binds
     pre_ms: float = 0.0
     post_ms: float = 0.0
+    # (option, pre, post) -> the FPS a fully busy CPU allows: the best FPS per CPU utilization measured there (pre,
+    # post and stage threads share the cores; with every core busy more threads only contend)
+    cpu_fps: dict[tuple[str, int, int], float] = field(default_factory=dict)
 
     # ---- prediction -----------------------------------------------------------------------------------------
     def stage_times(self, option: str, cuts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -266,11 +270,12 @@ class BoardModel:
                 bound = np.minimum(bound, n / ms)
         return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
-    def host_ceiling(self, threads: tuple[int, int] | None) -> float:
-        """The FPS the (pre, post) thread pools let through at most (inf where no bound is known): a ceiling that
-        no accelerator-side correction lifts."""
-        return min((n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms),
-                   default=math.inf)
+    def host_ceiling(self, threads: tuple[int, int] | None, option: str | None = None) -> float:
+        """The FPS the (pre, post) thread pools and the CPU cores let through at most (inf where no bound is
+        known): a ceiling that no accelerator-side correction lifts."""
+        pools = (n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms)
+        cores = self.cpu_fps.get((option, *threads), math.inf) if threads and option else math.inf
+        return min(pools, default=math.inf) if cores == math.inf else min(cores, *pools)
 
     def threads_for(self, fps: float) -> tuple[int, int]:
         """The fewest (pre, post) threads whose host bounds let ``fps`` through (1 where none is known)."""
@@ -300,7 +305,7 @@ class BoardModel:
             shrink = gp_var / s2
         sd = np.sqrt(ens * shrink + s2 * shrink)
         # the option's correction and the residual fix the accelerators' side; the host pools stay a ceiling
-        return np.exp(np.minimum(mean, math.log(self.host_ceiling(threads)))), sd
+        return np.exp(np.minimum(mean, math.log(self.host_ceiling(threads, option)))), sd
 
     @staticmethod
     def _kernel(x: np.ndarray, y: np.ndarray, length: float) -> np.ndarray:
@@ -444,6 +449,7 @@ def _fit_dla(facts: NetworkFacts, rows, priors: Priors, gpu_slope: float, ref_ms
 
 
 CAPACITIES = np.round(np.arange(1.0, 2.5001, 0.025), 3)
+CPU_BUSY = 0.9      # a measurement this CPU-busy bounds its option at its threads (a less busy one bounds nothing)
 
 
 def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, np.ndarray]:
@@ -458,6 +464,10 @@ def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, 
     # FPS seen (an upper bound, met where the pre threads were what held a configuration back); post the same
     model.pre_ms = min((o.pre * 1000.0 / o.fps for o in obs if o.pre), default=0.0)
     model.post_ms = min((o.post * 1000.0 / o.fps for o in obs if o.post), default=0.0)
+    for o in obs:
+        if o.cpu >= CPU_BUSY and o.pre:
+            key = (o.option, o.pre, o.post)
+            model.cpu_fps[key] = max(model.cpu_fps.get(key, 0.0), o.fps / o.cpu)
     parts = []
     for o in obs:
         main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers,

@@ -136,7 +136,7 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         if not m.ok or c.option not in roles:
             continue
         obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
-                               c.pre_threads, c.post_threads))
+                               c.pre_threads, c.post_threads, float(m.cpu_util or 0.0)))
         if len(m.stage_ms) == c.n_stages:
             bounds = [-1, *c.cuts, space.n_layers - 1]
             for k, role in enumerate(roles[c.option]):
@@ -246,7 +246,8 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         raise_threads(model)
         preds = {o: p.predict(model) for o, p in pools.items()}
         incumbent, best_mean = _incumbent(pools, preds)
-        ceilings = {o: model.host_ceiling((p.template.pre_threads, p.template.post_threads)) for o, p in pools.items()}
+        ceilings = {o: model.host_ceiling((p.template.pre_threads, p.template.post_threads), o)
+                    for o, p in pools.items()}
         picks, top = _pick(pools, preds, incumbent, batch, first=not tuples, threshold=noise / 4, cost=cost,
                            ceilings=ceilings)
         kind = "gain"
