@@ -273,9 +273,9 @@ class BoardModel:
     def host_ceiling(self, threads: tuple[int, int] | None, option: str | None = None) -> float:
         """The FPS the (pre, post) thread pools and the CPU cores let through at most (inf where no bound is
         known): a ceiling that no accelerator-side correction lifts."""
-        pools = (n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms)
+        pools = [n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms]
         cores = self.cpu_fps.get((option, *threads), math.inf) if threads and option else math.inf
-        return min(pools, default=math.inf) if cores == math.inf else min(cores, *pools)
+        return min([*pools, cores])
 
     def threads_for(self, fps: float) -> tuple[int, int]:
         """The fewest (pre, post) threads whose host bounds let ``fps`` through (1 where none is known)."""
@@ -304,7 +304,7 @@ class BoardModel:
             gp_var = np.maximum(s2 - np.einsum("ij,ji->i", k_sx, solve[:, 1:]), self.noise ** 2 / 4)
             shrink = gp_var / s2
         sd = np.sqrt(ens * shrink + s2 * shrink)
-        # the option's correction and the residual fix the accelerators' side; the host pools stay a ceiling
+        # the option's correction and the residual fix the accelerators' side; the host's ceiling still holds
         return np.exp(np.minimum(mean, math.log(self.host_ceiling(threads, option)))), sd
 
     @staticmethod

@@ -320,7 +320,8 @@ def _incumbent(pools, preds) -> tuple[float, float]:
 
 def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float, ceiling: float = math.inf) -> np.ndarray:
     """Expected relative improvement over the incumbent (log scale) of a candidate whose log FPS is normal, and
-    no higher than ``ceiling`` (log FPS the host's thread pools let through): (X - I)+ - (X - c)+ for c >= I."""
+    no higher than ``ceiling`` (log FPS the host lets through: ``BoardModel.host_ceiling``): (X - I)+ - (X - c)+
+    for c >= I."""
     from scipy.stats import norm
 
     def above(level: float) -> np.ndarray:
