@@ -79,7 +79,8 @@ def main(argv=None) -> int:
     load = load_average()
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "compare", "--config",
-           f"benchmarks=[{','.join(args.networks)}]", "overrides=[search.strategy=proposed]"] + (["--forcerun", "comparison"] if args.rerun else [])
+           f"benchmarks=[{','.join(args.networks)}]", "overrides=[search.strategy=proposed]"]
+    cmd += ["--forcerun", "comparison"] if args.rerun else []
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode:
         print(proc.stderr[-4000:], file=sys.stderr)

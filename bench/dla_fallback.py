@@ -42,7 +42,8 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
-                                                                     ("search.strategy=proposed", f"benchmark.model={network}{suffix}"))
+                                                                     ("search.strategy=proposed",
+                                                                      f"benchmark.model={network}{suffix}"))
         ev = Evaluator(backend, seed=int(cfg.seed))
         result = run_search(space, Probe(ev), base, settings)
         best = result.finetune.config

@@ -22,6 +22,8 @@ from dse.search.recorder import anytime  # noqa: E402
 from dse.report.tables import board_seconds, distinct_engines, markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 
+SEARCHES = ("Proposed", "Guided")   # the two exploration strategies, drawn apart from the baselines they face
+
 
 def method_cost(asked, platform, frames: int, costs, reruns=()) -> dict:
     """Engines and board hours of the distinct configurations one method asked for and of its re-runs."""
@@ -86,7 +88,7 @@ def plot_fps(frame: pd.DataFrame, out: Path) -> Path:
     fps = ok["fps_confirmed"].fillna(ok["fps"]) if "fps_confirmed" in ok else ok["fps"]
     err = ok["fps_confirmed_std"].fillna(0.0) if "fps_confirmed_std" in ok else None
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    colors = ["#DD8452" if m in ("Proposed", "Guided") else "#4C72B0" for m in ok["method"]]
+    colors = ["#DD8452" if m in SEARCHES else "#4C72B0" for m in ok["method"]]
     bars = ax.bar(ok["method"], fps, yerr=err, capsize=2, color=colors)
     for bar, v in zip(bars, fps):
         ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
@@ -105,7 +107,7 @@ def plot_anytime(frame: pd.DataFrame, out: Path) -> Path:
         curve = list(r["anytime"])
         if len(curve) > 1:
             ax.step(range(1, len(curve) + 1), curve, where="post", label=r["method"],
-                    lw=2 if r["method"] in ("Proposed", "Guided") else 1)
+                    lw=2 if r["method"] in SEARCHES else 1)
     ax.set_xscale("log")
     ax.set_xlabel("configurations measured")
     ax.set_ylabel("best FPS so far")
