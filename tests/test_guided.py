@@ -14,6 +14,7 @@ from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
+from dse.measurement import Measurement
 from dse.platform import load_platform
 from dse.search import Probe, SearchSettings, SearchSpace, maximize_phase, run_search
 from dse.search.board_model import (NetworkFacts, Observation, StageRole, StageRow, fit_board_model,
@@ -191,6 +192,37 @@ def test_a_busy_cpu_bounds_its_option_at_its_threads():
     model.log_kappa["E"] = math.log(1.3)                  # a correction that would lift E above what the cores allow
     fps, _ = model.predict("E", np.zeros((1, 0), dtype=int), (2,), 8, threads=(7, 4))
     assert fps[0] == pytest.approx(busy / 0.99)
+
+
+def test_idle_accelerators_bound_their_option_at_its_threads():
+    """A measurement whose every accelerator had idle time was held back by the host: its option reaches no more
+    than that FPS (plus twice the noise) at its threads, though the CPU was not fully busy (Orin, yolov3-tiny
+    INT8: every option measured 1,500-1,600 FPS at 8/4 threads with the CPU at 0.83, its host threads slowing
+    each other down, while the model's single per-thread cost allowed 1,829). A busy accelerator, or an unknown
+    utilization, bounds nothing; an option with a stage on CPU cores reports none (``_observations``)."""
+    from dse.search.guided import _observations
+
+    facts = _synthetic_facts()
+    roles = {"E": [StageRole("gpu", ("GPU",))], "A": [StageRole("gpu", ("GPU",)), StageRole("dla", ("DLA0",))]}
+    ms = float(facts.cum_w[-1])
+    gpu = [StageRow("gpu", 0, facts.n - 1, ms)]
+    held = 0.6 * 1000 / ms
+    obs = [Observation("A", (5,), (2, 1), 8, held, pre=8, post=4, cpu=0.8, accel=0.7),
+           Observation("E", (), (2,), 8, 0.9 * 1000 / ms, pre=8, post=4, cpu=0.8, accel=0.99),
+           Observation("E", (), (2,), 8, 0.5 * 1000 / ms, pre=2, post=1, cpu=0.5)]
+    model = fit_board_model(facts, roles, gpu, obs)
+    assert model.host_ceiling((8, 4), "A") == pytest.approx(held * (1 + 2 * model.noise))
+    assert model.host_ceiling((8, 4), "E") == model.host_ceiling((8, 4)) > held * 1.5
+    assert model.host_ceiling((2, 1), "E") == model.host_ceiling((2, 1))
+
+    analysis = analyze(build_network("tiny-detector", input_size=64))
+    space = SearchSpace.for_backend(analysis, SimBackend(load_platform("xavier-agx-sim"), analysis,
+                                                         MeasureSettings(input_size=64, seed=0)))
+    a = Configuration(benchmark="tiny-detector", platform="xavier-agx-sim", option="A", cuts=(3,), streams=(2, 1))
+    measured = [Measurement(a, fps=500.0, util={"GPU": 0.6, "DLA0": 0.7, "DLA1": 0.0, "CPU": 0.8}, cpu_util=0.8),
+                Measurement(a.with_(option="E", cuts=(), streams=(2,)), fps=400.0, util={"CPU": 0.8})]
+    _, seen = _observations(space, space.stage_roles, measured)
+    assert [o.accel for o in seen] == [0.7, 0.0]
 
 
 def test_expected_gain_stops_at_the_host_ceiling():

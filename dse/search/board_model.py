@@ -170,6 +170,7 @@ class Observation:
     pre: int = 0          # its pre-processing threads (0: unknown, no host bound)
     post: int = 0         # its post-processing threads (0: unknown)
     cpu: float = 0.0      # CPU utilization, all cores (0: unknown)
+    accel: float = 0.0    # utilization of its busiest accelerator (0: unknown, or a stage on CPU cores)
 
 
 @dataclass
@@ -214,9 +215,11 @@ class BoardModel:
     # may cost several times its post-processing, and the fewer threads of the two is not what binds
     pre_ms: float = 0.0
     post_ms: float = 0.0
-    # (option, pre, post) -> the FPS a fully busy CPU allows: the best FPS per CPU utilization measured there (pre,
-    # post and stage threads share the cores; with every core busy more threads only contend)
-    cpu_fps: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    # (option, pre, post) -> the FPS the host lets through there, from measurements the host held back: a fully
+    # busy CPU (the best FPS per CPU utilization: pre, post and stage threads share the cores, and with every core
+    # busy more threads only contend) or idle accelerators (the best FPS, plus twice the noise: the host threads
+    # slow each other down as they get more, which one per-thread cost does not capture)
+    host_fps: dict[tuple[str, int, int], float] = field(default_factory=dict)
 
     # ---- prediction -----------------------------------------------------------------------------------------
     def stage_times(self, option: str, cuts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -274,7 +277,7 @@ class BoardModel:
         """The FPS the (pre, post) thread pools and the CPU cores let through at most (inf where no bound is
         known): a ceiling that no accelerator-side correction lifts."""
         pools = [n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms]
-        cores = self.cpu_fps.get((option, *threads), math.inf) if threads and option else math.inf
+        cores = self.host_fps.get((option, *threads), math.inf) if threads and option else math.inf
         return min([*pools, cores])
 
     def threads_for(self, fps: float) -> tuple[int, int]:
@@ -449,7 +452,8 @@ def _fit_dla(facts: NetworkFacts, rows, priors: Priors, gpu_slope: float, ref_ms
 
 
 CAPACITIES = np.round(np.arange(1.0, 2.5001, 0.025), 3)
-CPU_BUSY = 0.9      # a measurement this CPU-busy bounds its option at its threads (a less busy one bounds nothing)
+CPU_BUSY = 0.9      # a measurement this CPU-busy bounds its option at its threads ...
+ACCEL_BUSY = 0.9    # ... and so does one whose every accelerator was less busy than this (the host held it back)
 
 
 def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, np.ndarray]:
@@ -465,9 +469,16 @@ def _fit_throughput(model: BoardModel, obs: Sequence[Observation]) -> dict[str, 
     model.pre_ms = min((o.pre * 1000.0 / o.fps for o in obs if o.pre), default=0.0)
     model.post_ms = min((o.post * 1000.0 / o.fps for o in obs if o.post), default=0.0)
     for o in obs:
-        if o.cpu >= CPU_BUSY and o.pre:
-            key = (o.option, o.pre, o.post)
-            model.cpu_fps[key] = max(model.cpu_fps.get(key, 0.0), o.fps / o.cpu)
+        if not o.pre:
+            continue
+        if o.cpu >= CPU_BUSY:
+            held = o.fps / o.cpu
+        elif 0 < o.accel < ACCEL_BUSY:
+            held = o.fps * (1 + 2 * model.noise)
+        else:
+            continue
+        key = (o.option, o.pre, o.post)
+        model.host_fps[key] = max(model.host_fps.get(key, 0.0), held)
     parts = []
     for o in obs:
         main, other = model.bounds(o.option, np.array([o.cuts], dtype=int).reshape(1, -1), o.streams, o.buffers,

@@ -135,8 +135,12 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         c = m.config
         if not m.ok or c.option not in roles:
             continue
+        pes = [pe for role in roles[c.option] for pe in role.resources]
+        accel = (max(m.util[pe] for pe in pes)
+                 if all(pe in m.util for pe in pes) and not any(r.cost_class.startswith("cpu") for r in roles[c.option])
+                 else 0.0)
         obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
-                               c.pre_threads, c.post_threads, float(m.cpu_util or 0.0)))
+                               c.pre_threads, c.post_threads, float(m.cpu_util or 0.0), float(accel)))
         if len(m.stage_ms) == c.n_stages:
             bounds = [-1, *c.cuts, space.n_layers - 1]
             for k, role in enumerate(roles[c.option]):
