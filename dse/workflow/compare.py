@@ -1,7 +1,7 @@
 """Rule `compare`: every exploration method on the same backend, evaluator cache and run, in one job.
 
 Methods: Base(G), Base(D), Interleaved, Interleaved + tuned, Profiled (profile-based GA), the
-comprehensive GA, the fine-tuning GA, exhaustive search, random search with the proposed method's
+comprehensive GA, the fine-tuning GA, exhaustive search, random search with the run's own search's
 budget, plain Optuna (TPE, and Optuna's random sampler) through ask/tell with the same budget, the
 proposed method and the guided one (the run's own search.strategy is read from its phases, not rerun; the
 other runs here on the options the run explored). "The same budget" is the run's own search's. Each method
@@ -11,7 +11,7 @@ with the method as strategy and `<method>/<phase>` as phase. "Points measured" o
 distinct configurations it asked for, whether or not another method had measured them first.
 
 Baseline-only mapping options (a single DLA stage for Base(D); the interleaved stage) are added to
-the platform for this job only, so the proposed search never explores them.
+the platform for this job only, so the run's own search never explores them.
 Settings: the optional `compare` node of the run config (Hydra: `+compare.ga.population=24`).
 """
 from __future__ import annotations
@@ -115,7 +115,7 @@ class Comparison:
         from dse.search import SearchSpace
 
         self.space = SearchSpace.for_backend(self.ctx.analysis, self.backend)
-        self.options = self.ctx.options()          # what the proposed method explored
+        self.options = self.ctx.options()          # what the run's own search explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base
         self._probes: dict[str, RecordingProbe] = {}
@@ -134,7 +134,7 @@ class Comparison:
         """Every row of the run's own search (read once: a comparison writes only its methods' own files)."""
         frame = own_rows(self.ctx.run, self.ctx.settings.strategy, self.ctx.measurement_context)
         if not len(frame):
-            raise DseError(f"{self.ctx.run}/cache has no measurements of the proposed method: run its phases first")
+            raise DseError(f"{self.ctx.run}/cache has no measurements of the run's own search: run its phases first")
         # the phases' own rows (a row another strategy's run wrote first, e.g. the maximizer's, keeps its label)
         return frame[frame["strategy"] != "Base(G)"]
 
@@ -143,7 +143,7 @@ class Comparison:
         """The method name of the run's own search (``Guided`` by default, ``Proposed`` for the thesis' one)."""
         return next(m for m, s in RUN_STRATEGIES.items() if s == self.ctx.settings.strategy)
 
-    def proposed_rows(self, reruns: bool = False) -> pd.DataFrame:
+    def own_search_rows(self, reruns: bool = False) -> pd.DataFrame:
         """The run's own search's rows, one per configuration it asked for (``reruns``: instead, its re-runs of
         configurations it had measured, repeat > 0)."""
         from dse.store import RETRIED_STATUSES
@@ -198,7 +198,7 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         extra = {**r.to_dict(), "ratio_from": how}
         # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
         extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
-        best = _proposed_best(cmp)
+        best = _own_best(cmp)
         if best is not None:
             found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
             own = cmp.own_method
@@ -210,9 +210,9 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         return _answer(method, r.measurement, probe.asked, extra={"history": r.history})
     if method == "Fine-tuning GA":
         found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
-        probe.measure(found, "start")   # the proposed mapping (already measured by the proposed search)
+        probe.measure(found, "start")   # the run's answer (already measured by its own search)
         r = finetune_ga(space, probe, found, ctx.settings, s.finetune_ga)
-        mapping = len(_proposed_mapping_points(cmp))
+        mapping = len(_own_mapping_points(cmp))
         return _answer(method, r.measurement, probe.asked,
                        extra={"history": r.history, "mapping_points": mapping, "param_points": len(probe.asked) - 1})
     if method == "Exhaustive":
@@ -221,7 +221,7 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
         return _answer(method, r.tuned.measurement, probe.asked,
                        extra={"tuples": r.plan_sizes, "coverage": r.coverage})
     if method == "Random":
-        budget = len(cmp.proposed_rows())
+        budget = len(cmp.own_search_rows())
         r = random_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
                           seed=ctx.settings.seed)
         return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
@@ -232,18 +232,18 @@ def run_method(cmp: Comparison, method: str, results: dict) -> dict:
             raise _Skip("optuna is not installed: pip install -e '.[optuna]'")
         from dse.search.optuna_search import optuna_search
 
-        budget = len(cmp.proposed_rows())   # the same budget rule as Random
+        budget = len(cmp.own_search_rows())   # the same budget rule as Random
         r = optuna_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
                           sampler=OPTUNA_SAMPLERS[method], seed=ctx.settings.seed)
         return _answer(method, r.measurement, probe.asked, extra={"budget": budget, "trials": r.trials})
     if method in RUN_STRATEGIES and RUN_STRATEGIES[method] == ctx.settings.strategy:   # the run's own search
-        rows = cmp.proposed_rows()
+        rows = cmp.own_search_rows()
         from dse.store import row_to_measurement
 
         asked = [(r["phase"], row_to_measurement(r)) for r in rows.to_dict("records")]
-        reruns = [row_to_measurement(r) for r in cmp.proposed_rows(reruns=True).to_dict("records")]
-        best = _proposed_best(cmp)
-        mapping = _proposed_mapping_points(cmp)
+        reruns = [row_to_measurement(r) for r in cmp.own_search_rows(reruns=True).to_dict("records")]
+        best = _own_best(cmp)
+        mapping = _own_mapping_points(cmp)
         return _answer(method, best, asked, reruns=reruns,
                        extra={"mapping_points": len(mapping), "param_points": int((rows["phase"] == "finetune").sum())})
     if method in RUN_STRATEGIES:   # the other strategy, run here on the options the run explored
@@ -259,7 +259,7 @@ class _Skip(Exception):
     """A method that does not apply to this platform (recorded as skipped, with the reason)."""
 
 
-def _proposed_best(cmp: Comparison):
+def _own_best(cmp: Comparison):
     path = cmp.ctx.run / "best.yaml"
     if not path.exists():
         return None
@@ -268,8 +268,8 @@ def _proposed_best(cmp: Comparison):
     return cmp.probe(cmp.own_method).evaluator.cache.get((cfg.hash, 0))
 
 
-def _proposed_mapping_points(cmp: Comparison) -> set:
-    rows = cmp.proposed_rows()
+def _own_mapping_points(cmp: Comparison) -> set:
+    rows = cmp.own_search_rows()
     sub = rows[rows["phase"].isin(TUPLE_PHASES)]
     return {(o, tuple(int(c) for c in cuts)) for o, cuts in zip(sub["option"], sub["cuts"])}
 
