@@ -274,11 +274,11 @@ class BoardModel:
         return main, np.minimum(bound, buffers / np.maximum(latency, 1e-6))
 
     def host_ceiling(self, threads: tuple[int, int] | None, option: str | None = None) -> float:
-        """The FPS the (pre, post) thread pools and the CPU cores let through at most (inf where no bound is
-        known): a ceiling that no accelerator-side correction lifts."""
+        """The FPS the (pre, post) thread pools and, for ``option`` at these threads, the host (``host_fps``) let
+        through at most (inf where no bound is known): a ceiling that no accelerator-side correction lifts."""
         pools = [n * 1000.0 / ms for n, ms in zip(threads or (), (self.pre_ms, self.post_ms)) if n and ms]
-        cores = self.host_fps.get((option, *threads), math.inf) if threads and option else math.inf
-        return min([*pools, cores])
+        held = self.host_fps.get((option, *threads), math.inf) if threads and option else math.inf
+        return min([*pools, held])
 
     def threads_for(self, fps: float) -> tuple[int, int]:
         """The fewest (pre, post) threads whose host bounds let ``fps`` through (1 where none is known)."""

@@ -135,10 +135,10 @@ def _observations(space: SearchSpace, roles, measured: Sequence[Measurement]) ->
         c = m.config
         if not m.ok or c.option not in roles:
             continue
+        # the busiest accelerator (none where a stage runs on CPU cores: the host is then what runs the stages)
         pes = [pe for role in roles[c.option] for pe in role.resources]
-        accel = (max(m.util[pe] for pe in pes)
-                 if all(pe in m.util for pe in pes) and not any(r.cost_class.startswith("cpu") for r in roles[c.option])
-                 else 0.0)
+        on_cores = any(role.cost_class.startswith("cpu") for role in roles[c.option])
+        accel = max(m.util[pe] for pe in pes) if not on_cores and all(pe in m.util for pe in pes) else 0.0
         obs.append(Observation(c.option, c.cuts, c.streams, c.buffers, float(m.fps),
                                c.pre_threads, c.post_threads, float(m.cpu_util or 0.0), float(accel)))
         if len(m.stage_ms) == c.n_stages:
