@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.search.baselines import base_g_config
+from dse.search.board_model import CPU_BUSY
 from dse.search.explorer import OptionResult, explore_option
 from dse.measurement import Measurement
 from dse.search.finetune import PHASE as FINETUNE
@@ -142,7 +143,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
             results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind))
         confirmed = _confirm(probe, starts, results, settings.guided_repeats)
         best = _one_thread_fewer(probe, confirmed, settings.guided_repeats)
-        tried = len(best.confirmed) - len(confirmed.confirmed)     # the configuration with a thread fewer
+        tried = int(best is not confirmed)          # a configuration with a thread fewer was measured
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
         best, tried = max(results, key=lambda r: (r.fps, -results.index(r))), 0
@@ -166,27 +167,35 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int) -> Finet
     busy and the fewer threads do at least as well on the same fresh re-runs: with every core busy the threads
     only contend, and the fine-tuner lowers threads last, after the streams, where a lost stream already hides the
     gain (yolov3-tiny FP16 on the Xavier, noise-free: PND-A (17) with 8 pre threads 775.6 FPS, with 7 791.2)."""
-    from dse.search.board_model import CPU_BUSY
-
     m, c = best.measurement, best.config
     if not m.ok or m.cpu_util < CPU_BUSY or c.pre_threads <= 1:
         return best
     fewer = c.with_(pre_threads=c.pre_threads - 1)
     measured = probe.measure(fewer, FINETUNE)
-    reruns = probe.remeasure(fewer, FINETUNE, range(repeats + 1, 2 * repeats + 1))
-    entry = {"option": fewer.option, "cuts": list(fewer.cuts), "config_hash": fewer.hash, "tuned": True,
-             "mean": round(sum(reruns) / len(reruns), 3), "reruns": [round(x, 3) for x in reruns]}
+    reruns = probe.remeasure(fewer, FINETUNE, _fresh(repeats))
+    entry = _confirmed_entry(fewer, True, reruns)
     confirmed = sorted([*best.confirmed, entry], key=lambda e: -e["mean"])
     if entry["mean"] < best.confirmed[0]["mean"]:
         return replace(best, confirmed=confirmed)
     return replace(best, config=fewer, measurement=measured, confirmed=confirmed)
 
 
+def _fresh(repeats: int) -> range:
+    """The confirmation's re-runs: after those that ranked the starts (which chose them, so favour them)."""
+    return range(repeats + 1, 2 * repeats + 1)
+
+
+def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]) -> dict:
+    """One configuration's record in ``FinetuneResult.confirmed``: its fresh re-runs and their mean."""
+    return {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": tuned,
+            "mean": round(sum(reruns) / len(reruns), 3), "reruns": [round(x, 3) for x in reruns]}
+
+
 def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
              repeats: int) -> FinetuneResult:
     """The start or tuned configuration (``results``) with the best mean FPS over ``repeats`` fresh re-runs
     (repeats after the ones that ranked the starts, which chose them and so favour them)."""
-    fresh = range(repeats + 1, 2 * repeats + 1)
+    fresh = _fresh(repeats)
     entries, seen = [], set()
     for i, (s, r) in enumerate(zip(starts, results)):
         for config, tuned in ((r.config, r.config.hash != s.hash), (s, False)):
@@ -199,9 +208,7 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
     entries.sort(key=lambda e: -e["mean"])
     win = entries[0]
     r = results[win["result"]]
-    confirmed = [{"option": e["config"].option, "cuts": list(e["config"].cuts), "config_hash": e["config"].hash,
-                  "tuned": e["tuned"], "mean": round(e["mean"], 3), "reruns": [round(x, 3) for x in e["reruns"]]}
-                 for e in entries]
+    confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"]) for e in entries]
     return replace(r, config=win["config"], measurement=probe.measure(win["config"], FINETUNE),
                    confirmed=confirmed)
 
