@@ -1,14 +1,15 @@
 """The virtual board's choices against the thesis' board (Table 3.5) and the public Yolov4-tiny FP16 ordering.
 
 For each of the 18 Table 3.5 rows (9 networks x FP16/INT8, 416x416, batch 1): every mapping option searched
-(global + local) and fine-tuned, each tuned configuration re-measured 5 times with fresh noise; the virtual board's
-choice is the best mean (``dse.backends.sim.decisions``). Targets (issue "decisions, not only throughputs"): E for
+(global + local), fine-tuned and polished (every parameter value on the noise-free board), each polished
+configuration re-measured 5 times with fresh noise; the virtual board's choice is the best mean
+(``dse.backends.sim.decisions``). Targets (issue "decisions, not only throughputs"): E for
 the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16; Table 3.5's option in >= 12 of 18 rows
 and within 3 % where it differs.
 
 Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--overrides ...]``
-(10-35 min here);
-writes bench/results/calibration_decisions.json and prints the Markdown table.
+(10-40 min here); writes bench/results/calibration_decisions.json and prints the Markdown table. Parts run apart
+(``--networks ... --output part.json``, one process each) are joined with ``--merge part1.json part2.json ...``.
 """
 from __future__ import annotations
 
@@ -32,11 +33,17 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("--overrides", nargs="*", default=[], metavar="OVERRIDE",
                     help="Hydra overrides of every search, e.g. the platform.PATH=VALUE list of `dse calibrate --fit`")
+    ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="PART",
+                    help="join the rows of earlier runs' JSON results (in Table 3.5's order) instead of deciding")
     args = ap.parse_args(argv)
     pairs = [p for p in TABLE_3_5 if not args.networks or p[0] in args.networks]
     t0 = time.perf_counter()
-    decisions = decide_all(args.platform, pairs, overrides=args.overrides,
-                           progress=lambda s: print(f"deciding {s}", flush=True))
+    if args.merge:
+        decisions, seconds, args.platform, args.overrides = _merged(args.merge, pairs)
+    else:
+        decisions = decide_all(args.platform, pairs, overrides=args.overrides,
+                               progress=lambda s: print(f"deciding {s}", flush=True))
+        seconds = time.perf_counter() - t0
     anchors = ranking_anchors(decisions)
     tiny_e = [d.best == "E" for d in decisions if d.network in TINY and d.precision == "int8"]
     jedi = next((a for a in anchors if a.group == "JEDI choice"), None)
@@ -52,10 +59,30 @@ def main(argv=None) -> int:
     for k, v in targets.items():
         print(f"{k}: {v}")
     write_result(args.output, {"platform": args.platform, "overrides": args.overrides,
-                               "seconds": round(time.perf_counter() - t0, 1), "targets": targets,
+                               "seconds": round(seconds, 1), "targets": targets,
                                "rows": [d.to_dict() for d in decisions],
                                "anchors": [a.__dict__ | {"ok": a.ok} for a in anchors], "markdown": table})
     return 0
+
+
+def _merged(parts: list[Path], pairs) -> tuple[list, float, str, list]:
+    """The rows of ``parts`` in Table 3.5's order (the last part wins a row found twice), their summed seconds and
+    the platform and overrides they share (parts of different platforms or overrides are refused)."""
+    import json
+
+    from dse.backends.sim.decisions import Decision
+    from dse.errors import DseError
+
+    loaded = [json.loads(p.read_text()) for p in parts]
+    runs = {(d.get("platform"), tuple(d.get("overrides") or ())) for d in loaded}
+    if len(runs) > 1:
+        raise DseError(f"the parts ran on different platforms or overrides: {sorted(runs)}")
+    rows = {(r["network"], r["precision"]): Decision.from_dict(r) for d in loaded for r in d["rows"]}
+    missing = [f"{n}/{p}" for n, p in pairs if (n, p) not in rows]
+    if missing:
+        raise DseError(f"no part has the rows {', '.join(missing)}")
+    platform, overrides = runs.pop()
+    return [rows[p] for p in pairs], sum(float(d.get("seconds", 0.0)) for d in loaded), platform, list(overrides)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe"
 # What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
 # boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
 PURPOSES = ("pipeline", "layer-mapping")
-CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores")
+CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores", "stage_thread_cpu")
 # Op kinds of the CPU cost model (dse.backends.sim.cpu_cost.cpu_kind)
 CPU_OP_KINDS = ("conv", "conv_1x1", "conv_depthwise", "conv_grouped", "gemm", "pool", "eltwise", "concat")
 COMM_MODELS = ("linear", "poly")
@@ -327,6 +327,7 @@ class Platform:
     cpu_cores: int = 1
     cpu_freq_mhz: tuple[float, ...] = ()
     cpu_contention: float = 0.0
+    stage_thread_cpu: float = 0.0     # cores a pipeline stage's host thread keeps busy (polling its stream)
     dla_rules: DlaRules | None = None
     cost: CostParams | None = None
     prepost: PrePost | None = None
@@ -943,7 +944,8 @@ def platform_from_dict(d: Mapping) -> Platform:
         name=name, backend=str(d.get("backend", "sim")), board_model=str(d.get("board_model", name)),
         toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, rules),
         cpu_cores=cpu_cores, cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
-        cpu_contention=float(cpu.get("contention", 0.0)), dla_rules=rules, cost=cost,
+        cpu_contention=float(cpu.get("contention", 0.0)), stage_thread_cpu=float(cpu.get("stage_thread_cpu", 0.0)),
+        dla_rules=rules, cost=cost,
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
         warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),

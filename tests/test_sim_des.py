@@ -215,3 +215,20 @@ def test_handover_wait_holds_the_stream_not_the_pe(be, analysis):
     m, m0 = be.measure(c), be0.measure(c)
     assert m.stage_ms == pytest.approx(m0.stage_ms, rel=0.03)
     assert m.latency_ms_p50 - m0.latency_ms_p50 == pytest.approx(be.platform.cost.handover_us / 1000, abs=0.15)
+
+
+def test_polling_stage_threads_slow_pre_processing_only_once_the_cores_are_full():
+    """JEDI's stage threads poll their streams (usleep(100) loops, about 0.1 core each on this host); that CPU
+    is taken from pre/post threads only when they already fill every core."""
+    from dse.backends.sim.des import SimInput, StageRuntime, simulate
+
+    def fps(cores: int, polling: float) -> float:
+        st = [StageRuntime(phases=[("host", 100.0, 0.0)], stream_cores=[None] * 4) for _ in range(3)]
+        return simulate(SimInput(pre_us=4000.0, post_us=10.0, pre_threads=8, post_threads=1, buffers=32,
+                                 cpu_cores=cores, cpu_contention=0.0, stages=st, n_dla=0, frames=400, warmup=40,
+                                 stage_thread_cpu=polling)).buffers_per_s
+
+    full = fps(8, 0.0)
+    assert full == pytest.approx(8 / 4e-3, rel=0.02)                       # eight pre threads, 4 ms each
+    assert fps(8, 0.5) == pytest.approx(full * 8 / (8 + 1.5), rel=0.03)    # three stages x 0.5 core time-sliced in
+    assert fps(16, 0.5) == pytest.approx(fps(16, 0.0), rel=1e-9)           # cores to spare: no effect

@@ -42,13 +42,13 @@ class FinetuneResult:
                                for tp in self.trajectory], "confirmed": self.confirmed}
 
 
-def _get(cfg: Configuration, name: str) -> int:
+def get_param(cfg: Configuration, name: str) -> int:
     if name.startswith("s"):
         return cfg.streams[int(name[1:])]
     return {"pre": cfg.pre_threads, "post": cfg.post_threads, "buffers": cfg.buffers}[name]
 
 
-def _set(cfg: Configuration, name: str, value: int) -> Configuration:
+def set_param(cfg: Configuration, name: str, value: int) -> Configuration:
     if name.startswith("s"):
         i = int(name[1:])
         return cfg.with_(streams=cfg.streams[:i] + (value,) + cfg.streams[i + 1:])
@@ -56,8 +56,17 @@ def _set(cfg: Configuration, name: str, value: int) -> Configuration:
     return cfg.with_(**{key: value})
 
 
-def _others_max(cfg: Configuration) -> int:
+def others_max(cfg: Configuration) -> int:
     return max(cfg.pre_threads, cfg.post_threads, *cfg.streams)
+
+
+def parameter_caps(space: SearchSpace, option: str, settings: SearchSettings) -> dict[str, int]:
+    """The highest value of every tunable parameter of ``option``: pre, post, buffers, then each stage's streams
+    (``s0``, ``s1``, ...; a stage on several PEs gets the cap per PE)."""
+    caps = {"pre": settings.max_pre, "post": settings.max_post, "buffers": settings.max_buffers}
+    for i, t in enumerate(space.stages(option)):
+        caps[f"s{i}"] = settings.max_streams * stage_width(t)
+    return caps
 
 
 def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
@@ -68,11 +77,9 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
     types = space.stages(config.option)
     stream_names = [f"s{i}" for i in range(len(types))]
-    caps = {"pre": settings.max_pre, "post": settings.max_post, "buffers": settings.max_buffers}
-    for i, t in enumerate(types):
-        caps[f"s{i}"] = settings.max_streams * stage_width(t)
+    caps = parameter_caps(space, config.option, settings)
 
-    cur = config.with_(buffers=max(config.buffers, _others_max(config)))
+    cur = config.with_(buffers=max(config.buffers, others_max(config)))
     m_cur = tracker.measure(cur, "start")
     start_fps = fps_cur = score(m_cur)
 
@@ -85,12 +92,12 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     while changed and not tracker.exhausted:
         changed = False
         for name in ["pre", "post", "buffers", *stream_names]:
-            while _get(cur, name) < caps[name] and not tracker.exhausted:
-                trial = _set(cur, name, _get(cur, name) + 1)
-                if trial.buffers < _others_max(trial):  # keep buffers >= others by raising them along
-                    if _others_max(trial) > caps["buffers"]:
+            while get_param(cur, name) < caps[name] and not tracker.exhausted:
+                trial = set_param(cur, name, get_param(cur, name) + 1)
+                if trial.buffers < others_max(trial):  # keep buffers >= others by raising them along
+                    if others_max(trial) > caps["buffers"]:
                         break
-                    trial = trial.with_(buffers=_others_max(trial))
+                    trial = trial.with_(buffers=others_max(trial))
                 m, fps = run(trial, f"raise-{name}")
                 if fps > fps_cur:
                     cur, m_cur, fps_cur, changed = trial, m, fps, True
@@ -108,9 +115,9 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     while changed and not tracker.exhausted:
         changed = False
         for name in [*stream_names, "post", "pre", "buffers"]:
-            while _get(cur, name) > 1 and not tracker.exhausted:
-                trial = _set(cur, name, _get(cur, name) - 1)
-                if trial.buffers < _others_max(trial):
+            while get_param(cur, name) > 1 and not tracker.exhausted:
+                trial = set_param(cur, name, get_param(cur, name) - 1)
+                if trial.buffers < others_max(trial):
                     break
                 m, fps = run(trial, f"lower-{name}")
                 if fps >= floor:
@@ -129,7 +136,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                 s[give] -= 1
                 s[take] += 1
                 trial = cur.with_(streams=tuple(s))
-                if trial.buffers < _others_max(trial):
+                if trial.buffers < others_max(trial):
                     break
                 m, fps = run(trial, "rebalance")
                 if fps > fps_cur:

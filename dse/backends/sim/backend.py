@@ -202,7 +202,8 @@ class SimBackend:
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers,
                         cpu_cores=planned.clocks.mode.cpu_online,
-                        cpu_contention=p.cpu_contention, stages=planned.runtimes, n_dla=len(p.dla_pes()),
+                        cpu_contention=p.cpu_contention, stage_thread_cpu=p.stage_thread_cpu,
+                        stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace,
                         buffer_scope=p.buffer_scope if config.buffers > 1 else "pipeline")
 

@@ -54,6 +54,7 @@ class SimInput:
     seed: int = 0
     trace: bool = False
     buffer_scope: str = "pipeline"             # "pipeline" | "interface" (see the module docstring)
+    stage_thread_cpu: float = 0.0              # cores each stage's host thread keeps busy (polling its stream)
 
 
 @dataclass
@@ -81,6 +82,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         jit = np.ones((n_total, n_st + 2))
     jit = jit.tolist()
     cores, contention = max(1, inp.cpu_cores), inp.cpu_contention
+    polling = inp.stage_thread_cpu * n_st      # CPU the stage threads take from pre/post once the cores are full
     trace = [] if inp.trace else None
 
     heap: list = []
@@ -127,7 +129,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         nonlocal cpu_active
         cpu_active += 1
         n = cpu_active
-        slow = (1.0 + contention * (n - 1)) * (n / cores if n > cores else 1.0)
+        busy = n + polling
+        slow = (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
         if kind == 0:
             dur = inp.pre_us * jit[f][0] * slow
             start_t[f] = now
