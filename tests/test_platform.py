@@ -132,3 +132,16 @@ def test_bad_buffer_scope_names_the_choices():
     d["sim"]["buffer_scope"] = "frames"
     with pytest.raises(DseError, match="buffer_scope.*'frames'; valid choices: interface, pipeline"):
         platform_from_dict(d)
+
+
+def test_stage_thread_cpu_outside_one_core_is_refused():
+    from dse.config import compose_config
+    from dse.errors import DseError
+    from dse.platform import platform_from_dict
+    from omegaconf import OmegaConf
+
+    d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
+    assert platform_from_dict(d).stage_thread_cpu == 0.0
+    d["cpu"]["stage_thread_cpu"] = -0.1
+    with pytest.raises(DseError, match=r"cpu.stage_thread_cpu must be a share of one core in \[0, 1\], got -0.1"):
+        platform_from_dict(d)

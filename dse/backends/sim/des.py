@@ -6,7 +6,8 @@
   has that many slots; a producer takes a slot of its output interface when it starts and the consumer frees it
   when it finishes, so only adjacent steps bound each other.
 - pre/post threads are CPU tasks; a task's duration is fixed when it starts, slowed by the number of busy
-  CPU threads (shared DRAM, and time-slicing beyond the core count).
+  CPU threads (shared DRAM, and time-slicing beyond the core count, where each stage's polling host thread counts
+  as ``stage_thread_cpu`` of a core).
 - every stage has S streams (execution contexts); a stream takes the next frame from the stage's FIFO and
   runs the stage's phases in order. GPU phases share the GPU by processor sharing with occupancies: a job
   with occupancy o runs at rate min(1, 1/sum(o)); small kernels overlap, big ones saturate it. DLA phases
