@@ -895,13 +895,6 @@ def _core_group_options(d: Mapping, where: str, precisions: tuple[str, ...]) -> 
     return pes, options, options["E"].stages[0].pes[0]
 
 
-def _stage_thread_cpu(cpu: Mapping, where: str) -> float:
-    value = float(cpu.get("stage_thread_cpu", 0.0))
-    if not 0.0 <= value <= 1.0:
-        raise DseError(f"{where} cpu.stage_thread_cpu must be a share of one core in [0, 1], got {value}")
-    return value
-
-
 def platform_from_dict(d: Mapping) -> Platform:
     """Build and validate a Platform from the YAML content (a dict or an omegaconf DictConfig)."""
     d = _plain(d)
@@ -951,7 +944,8 @@ def platform_from_dict(d: Mapping) -> Platform:
         name=name, backend=str(d.get("backend", "sim")), board_model=str(d.get("board_model", name)),
         toolkit_version=toolkit, main_pe=main_pe, pes=pes, options=options, limits=_limits(d, where, rules),
         cpu_cores=cpu_cores, cpu_freq_mhz=tuple(float(f) for f in cpu.get("freq_mhz", ())),
-        cpu_contention=float(cpu.get("contention", 0.0)), stage_thread_cpu=_stage_thread_cpu(cpu, where),
+        cpu_contention=float(cpu.get("contention", 0.0)), stage_thread_cpu=_number(cpu.get("stage_thread_cpu", 0.0), f"{where} cpu.stage_thread_cpu", high=1.0,
+                                                   strict=False),
         dla_rules=rules, cost=cost,
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),

@@ -143,5 +143,5 @@ def test_stage_thread_cpu_outside_one_core_is_refused():
     d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
     assert platform_from_dict(d).stage_thread_cpu == 0.0
     d["cpu"]["stage_thread_cpu"] = -0.1
-    with pytest.raises(DseError, match=r"cpu.stage_thread_cpu must be a share of one core in \[0, 1\], got -0.1"):
+    with pytest.raises(DseError, match=r"cpu.stage_thread_cpu must be in \[0, 1\], got -0.1"):
         platform_from_dict(d)

@@ -60,6 +60,15 @@ def others_max(cfg: Configuration) -> int:
     return max(cfg.pre_threads, cfg.post_threads, *cfg.streams)
 
 
+def buffers_along(cfg: Configuration, cap: int) -> Configuration | None:
+    """``cfg`` with its buffers raised to its largest other parameter where they fall under it (buffers >= every
+    other parameter); None where that would pass ``cap``."""
+    need = others_max(cfg)
+    if cfg.buffers >= need:
+        return cfg
+    return cfg.with_(buffers=need) if need <= cap else None
+
+
 def parameter_caps(space: SearchSpace, option: str, settings: SearchSettings) -> dict[str, int]:
     """The highest value of every tunable parameter of ``option``: pre, post, buffers, then each stage's streams
     (``s0``, ``s1``, ...; a stage on several PEs gets the cap per PE)."""
@@ -93,11 +102,9 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
         changed = False
         for name in ["pre", "post", "buffers", *stream_names]:
             while get_param(cur, name) < caps[name] and not tracker.exhausted:
-                trial = set_param(cur, name, get_param(cur, name) + 1)
-                if trial.buffers < others_max(trial):  # keep buffers >= others by raising them along
-                    if others_max(trial) > caps["buffers"]:
-                        break
-                    trial = trial.with_(buffers=others_max(trial))
+                trial = buffers_along(set_param(cur, name, get_param(cur, name) + 1), caps["buffers"])
+                if trial is None:
+                    break
                 m, fps = run(trial, f"raise-{name}")
                 if fps > fps_cur:
                     cur, m_cur, fps_cur, changed = trial, m, fps, True

@@ -109,24 +109,30 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
 def polish(fps: Callable[[Configuration], float], config: Configuration, caps: dict[str, int]) -> Configuration:
     """Coordinate search from ``config``: every value up to its cap of each parameter in turn (buffers raised
     along to stay >= the others), the best kept when it gains more than 0.1 %, in rounds until a round gains
-    nothing. Meant for the noise-free board (``fps`` deterministic): the best parameters of an option's cut tuple."""
-    from dse.search.finetune import others_max, set_param
+    nothing. Meant for the noise-free board (``fps`` deterministic, so each configuration is measured once): the
+    best parameters of an option's cut tuple."""
+    from dse.search.finetune import buffers_along, others_max, set_param
+
+    seen: dict[str, float] = {}
+
+    def measured(c: Configuration) -> float:
+        if c.hash not in seen:
+            seen[c.hash] = fps(c)
+        return seen[c.hash]
 
     best = config.with_(buffers=max(config.buffers, others_max(config)))
-    best_fps = fps(best)
+    best_fps = measured(best)
     improved = True
     while improved:
         improved = False
         for name, cap in caps.items():
             for value in range(1, cap + 1):
-                trial = set_param(best, name, value)
-                if trial.buffers < others_max(trial):
-                    if name == "buffers" or others_max(trial) > caps["buffers"]:
-                        continue
-                    trial = trial.with_(buffers=others_max(trial))
-                if trial == best:
+                if name == "buffers" and value < others_max(best):
                     continue
-                trial_fps = fps(trial)
+                trial = buffers_along(set_param(best, name, value), caps["buffers"])
+                if trial is None or trial == best:
+                    continue
+                trial_fps = measured(trial)
                 if trial_fps > best_fps * 1.001:
                     best, best_fps, improved = trial, trial_fps, True
     return best
