@@ -73,6 +73,7 @@ class PECost:
     channel_atom: float = 0.0        # output channels a compute tile needs; fewer waste it
     channel_exponent: float = 0.0
     concat_copy: float = 0.0         # fraction of a concat's output bytes actually copied
+    buffer_kb: float = 0.0           # on-chip convolution buffer (NVDLA CBUF); 0 = weights never re-fetched
 
 
 @dataclass(frozen=True)
@@ -528,6 +529,7 @@ def _pe_cost(d: Mapping, where: str) -> PECost:
         channel_atom=float(d.get("channel_atom", 0.0)),
         channel_exponent=float(d.get("channel_exponent", 0.0)),
         concat_copy=float(d.get("concat_copy", 0.0)),
+        buffer_kb=_number(d.get("buffer_kb", 0.0), f"{where}.buffer_kb", 0.0, None, strict=False),
     )
 
 

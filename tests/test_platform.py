@@ -62,6 +62,7 @@ def test_loads_from_dictconfig():
     (lambda d: d["cost"].pop("dla"), "cost.dla"),
     (lambda d: d.__setitem__("cpus", 4), "key of platform xavier-agx-sim 'cpus'.*valid choices.*cpu"),
     (lambda d: d["limits"].__setitem__("max_dla_enginez", 3), "max_dla_engines_total"),
+    (lambda d: d["cost"]["dla"].__setitem__("buffer_kb", -1), r"cost.dla.buffer_kb must be in \[0, inf\), got -1"),
 ])
 def test_broken_profiles_are_refused(mutate, match):
     d = copy.deepcopy(raw())
@@ -141,7 +142,7 @@ def test_stage_thread_cpu_outside_one_core_is_refused():
     from omegaconf import OmegaConf
 
     d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
-    assert platform_from_dict(d).stage_thread_cpu == 0.0
+    assert platform_from_dict(d).stage_thread_cpu == 0.1    # xavier-agx-sim: JEDI's polling stage threads
     d["cpu"]["stage_thread_cpu"] = -0.1
     with pytest.raises(DseError, match=r"cpu.stage_thread_cpu must be in \[0, 1\], got -0.1"):
         platform_from_dict(d)

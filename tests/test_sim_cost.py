@@ -115,3 +115,38 @@ def test_sm_fraction_slows_only_layers_that_fill_more_than_the_share(xavier, y4t
     assert half.per_layer("dla", "fp16", 1).t.tolist() == full.per_layer("dla", "fp16", 1).t.tolist()
     with pytest.raises(ValueError, match="sm_fraction"):
         CostModel(xavier, table, sm_fraction=0.0)
+
+
+def test_weights_that_overflow_half_the_buffer_are_streamed_per_input_slice_and_image(xavier, y4t):
+    """NVDLA's compiler gives input and weights 8 of the convolution buffer's 16 banks each: weights that fit stay
+    for every input slice and image; larger ones are streamed again for each (batch 1: only when the input does
+    not fit its half either)."""
+    import dataclasses
+
+    from dse.backends.sim.cost import BYTES_SCALE
+
+    def with_buffer(kb):
+        dla = dataclasses.replace(xavier.cost.dla, buffer_kb=kb)
+        return CostModel(dataclasses.replace(xavier, cost=dataclasses.replace(xavier.cost, dla=dla)),
+                         layer_table(frame_of(y4t)))
+
+    off, small, huge = with_buffer(0), with_buffer(64), with_buffer(1e6)
+    t = off.table
+    for prec in ("fp16", "int8"):
+        a, b = off.per_layer("dla", prec, 1).t, small.per_layer("dla", prec, 1).t
+        half = 32 * 1024
+        w, x = t.param_bytes * BYTES_SCALE[prec], t.in_bytes * BYTES_SCALE[prec]
+        conv = np.array([k.startswith("conv") for k in t.kind])
+        both = conv & (w > half) & (x > half)
+        assert both.any() and np.all(b >= a)
+        assert np.all(b[~both] == a[~both])               # input or weights fit their half: read once
+        assert np.any(b[both] > a[both] * 1.2)             # weight-bound layers slow down
+        assert huge.per_layer("dla", prec, 1).t.tolist() == a.tolist()
+        # split-K weights are not kept between the images of a batch either
+        a4, b4 = off.per_layer("dla", prec, 4).t, small.per_layer("dla", prec, 4).t
+        streamed = conv & (w > half)
+        assert np.all(b4 >= a4) and np.all(b4[~streamed] == a4[~streamed])
+        assert np.sum(b4 - a4) > 4 * np.sum(b - a)
+        assert small.per_layer("gpu", prec, 1).t.tolist() == off.per_layer("gpu", prec, 1).t.tolist()
+    extra = {p: small.per_layer("dla", p, 1).cum_t[-1] - off.per_layer("dla", p, 1).cum_t[-1] for p in ("fp16", "int8")}
+    assert extra["fp16"] > extra["int8"] > 0                # twice the bytes, more slices: FP16 pays more

@@ -5,6 +5,10 @@ depthwise convolutions are poor, worst on the DLA), TensorRT-like fusion (an act
 convolution costs nothing), free concatenation. A DLA stage is split at every layer the DLA cannot run
 (GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat. The result of a
 stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES executes in order.
+A PE with an on-chip convolution buffer (``buffer_kb``, the DLA's CBUF) streams a convolution's weights once per
+image, and once per input slice, when they do not fit half of it (NVDLA's compiler, nvdla/sw ``ConvCoreNode``:
+8 + 8 banks for input and weights; split-K weights are not reused across partial-H slices or batch images); the
+extra bytes join the memory side of the roofline, so they cost time only where they outweigh the compute.
 Per-layer arrays are cached per (PE type, precision, batch) as prefix sums: a stage costs O(segments).
 
 ``sm_fraction`` (seed 003: a task on 4 of the Xavier's 8 SMs) runs the GPU layers on that share of the SMs: a
@@ -137,6 +141,7 @@ class CostModel:
         mem_bytes = (t.in_bytes + t.out_bytes) * b * s * bscale + t.param_bytes * bscale
         bw = c.bandwidth_gbs * 1e3 * np.where(is_eltwise, c.eltwise_bw_factor, 1.0)
         mem = mem_bytes / bw
+        mem = mem + self._weight_refetch_bytes(c, bscale, b, s) / (c.bandwidth_gbs * 1e3)
         work = np.maximum(compute, mem)
         is_concat = np.array([op == "Concat" for op in t.op_types])
         # a concat is free when producers write into its buffer; chained concats (DenseNet) copy
@@ -149,6 +154,21 @@ class CostModel:
                         cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]))
         self._cache[key] = out
         return out
+
+    def _weight_refetch_bytes(self, c: PECost, bscale: float, batch: int, scale: float) -> np.ndarray:
+        """Weight bytes read beyond the one read per batch the roofline counts. Weights that fit half the on-chip
+        buffer stay there for every input slice and image; larger ones are streamed in kernel groups (split-K),
+        once per image, and once per input slice when the input does not fit its half either."""
+        t = self.table
+        if c.buffer_kb <= 0:
+            return np.zeros(t.n)
+        half = c.buffer_kb * 1024 / 2
+        w = t.param_bytes * bscale
+        x = t.in_bytes * scale * bscale
+        conv = np.array([k.startswith("conv") for k in t.kind])
+        slices = np.where(x > half, np.ceil(x / half), 1.0)
+        reads = np.where(conv & (w > half), slices * batch, 1.0)
+        return (reads - 1) * w
 
     def gpu_layer_profile_us(self, precision: str, batch: int) -> np.ndarray:
         return self.per_layer("gpu", precision, batch).t.copy()
