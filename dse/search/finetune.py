@@ -9,6 +9,8 @@ parameter (pre threads, post threads, each stage's streams):
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from dse.configuration import Configuration
@@ -60,7 +62,7 @@ def others_max(cfg: Configuration) -> int:
     return max(cfg.pre_threads, cfg.post_threads, *cfg.streams)
 
 
-def buffers_along(cfg: Configuration, cap: int) -> Configuration | None:
+def buffers_along(cfg: Configuration, cap: float = math.inf) -> Configuration | None:
     """``cfg`` with its buffers raised to its largest other parameter where they fall under it (buffers >= every
     other parameter); None where that would pass ``cap``."""
     need = others_max(cfg)
@@ -88,7 +90,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     stream_names = [f"s{i}" for i in range(len(types))]
     caps = parameter_caps(space, config.option, settings)
 
-    cur = config.with_(buffers=max(config.buffers, others_max(config)))
+    cur = buffers_along(config)
     m_cur = tracker.measure(cur, "start")
     start_fps = fps_cur = score(m_cur)
 

@@ -120,7 +120,7 @@ def polish(fps: Callable[[Configuration], float], config: Configuration, caps: d
             seen[c.hash] = fps(c)
         return seen[c.hash]
 
-    best = config.with_(buffers=max(config.buffers, others_max(config)))
+    best = buffers_along(config)
     best_fps = measured(best)
     improved = True
     while improved:
