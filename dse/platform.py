@@ -11,7 +11,7 @@ says so by name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -515,7 +515,17 @@ def _table(d, where: str, valid=None, **bounds) -> dict[str, float]:
     return {str(k): _number(v, f"{where}.{k}", **bounds) for k, v in d.items()}
 
 
+PE_COST_KEYS = tuple(f.name for f in fields(PECost))
+
+
 def _pe_cost(d: Mapping, where: str) -> PECost:
+    """A PE type's cost section; a key it does not know is refused (a misspelt ``bufer_kb`` would otherwise leave
+    the term at its default and the profile silently different from what its author wrote)."""
+    if not isinstance(d, Mapping):
+        raise DseError(f"{where} must be a mapping with keys {', '.join(PE_COST_KEYS)}, got {d!r}")
+    unknown = sorted(set(map(str, d)) - set(PE_COST_KEYS))
+    if unknown:
+        raise choices_error(f"key of {where}", unknown[0], PE_COST_KEYS)
     return PECost(
         peak_gmacs={str(k): float(v) for k, v in _req(d, "peak_gmacs", where).items()},
         bandwidth_gbs=float(_req(d, "bandwidth_gbs", where)),

@@ -63,6 +63,8 @@ def test_loads_from_dictconfig():
     (lambda d: d.__setitem__("cpus", 4), "key of platform xavier-agx-sim 'cpus'.*valid choices.*cpu"),
     (lambda d: d["limits"].__setitem__("max_dla_enginez", 3), "max_dla_engines_total"),
     (lambda d: d["cost"]["dla"].__setitem__("buffer_kb", -1), r"cost.dla.buffer_kb must be in \[0, inf\), got -1"),
+    (lambda d: d["cost"]["dla"].__setitem__("bufer_kb", 512), "key of platform xavier-agx-sim cost.dla 'bufer_kb'.*buffer_kb"),
+    (lambda d: d["cost"].__setitem__("gpu", 3), "cost.gpu must be a mapping"),
 ])
 def test_broken_profiles_are_refused(mutate, match):
     d = copy.deepcopy(raw())
@@ -88,9 +90,6 @@ def test_dla_limits_follow_the_toolkit_version(version, engines, per_core):
     assert (limits.max_dla_engines_total, limits.max_dla_loadables_per_core) == (engines, per_core)
     d["limits"]["max_dla_engines_total"] = 2        # an explicit value in the profile wins
     assert platform_from_dict(d).limits.max_dla_engines_total == 2
-    d["toolkit_version"] = "onnxruntime"            # DLA cores but no TensorRT: no rule set, named as such
-    with pytest.raises(DseError, match="no DLA rule set for toolkit version 'onnxruntime'.*tensorrt-6"):
-        platform_from_dict(d)
     d["toolkit_version"] = "onnxruntime"            # DLA cores but no TensorRT: no rule set, named as such
     with pytest.raises(DseError, match="no DLA rule set for toolkit version 'onnxruntime'.*tensorrt-6"):
         platform_from_dict(d)
