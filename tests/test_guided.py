@@ -278,8 +278,8 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
 def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
     """With every CPU core busy the host threads only contend: the guided answer is re-run with one
     pre-processing thread fewer and replaced where that does at least as well on the same fresh re-runs
-    (yolov3-tiny FP16, noise-free: PND-A (17) at 8 pre threads 775.6 FPS, at 7 791.2); an answer with CPU time
-    to spare is left as it is, unmeasured."""
+    (yolov3-tiny FP16, noise-free, one post thread: PND-A (17) at 8 pre threads 820.7 FPS, at 7 833.3); an answer
+    with CPU time to spare is left as it is, unmeasured."""
     from dse.search.finetune import FinetuneResult
     from dse.search.pipeline import _one_thread_fewer
 
@@ -299,7 +299,7 @@ def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
             {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": True,
              "mean": sum(reruns) / 2, "reruns": reruns}])
 
-    busy = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=8, post_threads=3)
+    busy = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=8, post_threads=1)
     answer = confirmed(busy)
     assert answer.measurement.cpu_util >= 0.9
     relieved = _one_thread_fewer(probe, answer, 2)

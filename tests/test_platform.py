@@ -41,6 +41,17 @@ def test_xavier_and_orin_differ_where_the_boards_do():
     assert max(x.pes["GPU"].freq_mhz) == 1377 and 1395.2 in x.pes["DLA0"].freq_mhz
 
 
+def test_xavier_post_processing_passes_through_its_two_board_figures():
+    """Fig. 3.12: Yolov4's post-processing (10,647 candidate boxes) takes 2,207 us on one thread. Tables 3.5/3.7:
+    Yolov4-tiny INT8 (2,535 boxes) ran 810 FPS with one post thread beside six pre threads, so a frame's
+    post-processing, slowed by the other busy threads, fits in 1/810 s. Fewer boxes than that cost no less."""
+    p = load_platform("xavier-agx-sim")
+    assert p.prepost.post_us(10647, 1) == pytest.approx(2207, rel=0.01)
+    busy = 1 + p.cpu_contention * 6                 # the des slow-down of one task among 7 busy CPU tasks
+    assert p.prepost.post_us(2535, 1) * busy <= 1e6 / 810
+    assert p.prepost.post_us(845, 1) == p.prepost.post_us(2535, 1)
+
+
 def test_available_and_unknown_platform():
     assert {"xavier-agx-sim", "orin-agx-sim"} <= set(group_choices("platform"))
     with pytest.raises(DseError, match="valid choices.*xavier-agx-sim"):
