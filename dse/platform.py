@@ -505,6 +505,14 @@ def _number(value, where: str, low: float = 0.0, high: float | None = None, stri
     return x
 
 
+def _check_keys(d: Mapping, what: str, valid) -> None:
+    """Refuse a key ``valid`` does not list (``what`` names a key in the error): a misspelt key would otherwise leave
+    its value at the default and the profile silently different from what its author wrote."""
+    unknown = sorted(set(map(str, d)) - set(valid))
+    if unknown:
+        raise choices_error(what, unknown[0], valid)
+
+
 def _table(d, where: str, valid=None, **bounds) -> dict[str, float]:
     """A {key: number} mapping whose keys are in ``valid`` (when given)."""
     if not isinstance(d, Mapping):
@@ -519,13 +527,9 @@ PE_COST_KEYS = tuple(f.name for f in fields(PECost))
 
 
 def _pe_cost(d: Mapping, where: str) -> PECost:
-    """A PE type's cost section; a key it does not know is refused (a misspelt ``bufer_kb`` would otherwise leave
-    the term at its default and the profile silently different from what its author wrote)."""
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping with keys {', '.join(PE_COST_KEYS)}, got {d!r}")
-    unknown = sorted(set(map(str, d)) - set(PE_COST_KEYS))
-    if unknown:
-        raise choices_error(f"key of {where}", unknown[0], PE_COST_KEYS)
+    _check_keys(d, f"key of {where}", PE_COST_KEYS)
     return PECost(
         peak_gmacs={str(k): float(v) for k, v in _req(d, "peak_gmacs", where).items()},
         bandwidth_gbs=float(_req(d, "bandwidth_gbs", where)),
@@ -550,9 +554,7 @@ CPU_COST_KEYS = ("peak_gmacs", "bandwidth_gbs", "efficiency", "launch_us", "out_
 def _cpu_cost(d: Mapping, where: str, max_cores: int) -> CpuCost:
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping with keys {', '.join(CPU_COST_KEYS)}, got {d!r}")
-    unknown = sorted(set(map(str, d)) - set(CPU_COST_KEYS))
-    if unknown:
-        raise choices_error(f"key of {where}", unknown[0], CPU_COST_KEYS)
+    _check_keys(d, f"key of {where}", CPU_COST_KEYS)
     par = d.get("parallel_efficiency") or {1: 1.0}
     if not isinstance(par, Mapping):
         raise DseError(f"{where}.parallel_efficiency must map core counts to efficiencies, got {par!r}")
@@ -610,9 +612,7 @@ def _clusters(cpu: Mapping, where: str) -> tuple[CpuCluster, ...]:
         w = f"{where} cpu.clusters[{i}]"
         if not isinstance(cd, Mapping):
             raise DseError(f"{w} must be a mapping with name, cores, core_type, freq_mhz, got {cd!r}")
-        unknown = sorted(set(map(str, cd)) - {"name", "cores", "core_type", "freq_mhz"})
-        if unknown:
-            raise choices_error(f"key of {w}", unknown[0], ("name", "cores", "core_type", "freq_mhz"))
+        _check_keys(cd, f"key of {w}", ("name", "cores", "core_type", "freq_mhz"))
         cores = tuple(int(_number(c, f"{w}.cores", strict=False)) for c in _req(cd, "cores", w))
         freqs = tuple(_number(f, f"{w}.freq_mhz") for f in _req(cd, "freq_mhz", w))
         if not cores or not freqs:
@@ -665,9 +665,7 @@ def _comm(d: Mapping, where: str, cost: CostParams | None) -> CommModel:
             return CommModel()
         return CommModel(bandwidth_gbs=cost.reformat_bandwidth_gbs, fixed_us=cost.reformat_fixed_us)
     w = f"{where} comm"
-    unknown = sorted(set(map(str, cd)) - set(COMM_KEYS))
-    if unknown:
-        raise choices_error(f"key of {w}", unknown[0], COMM_KEYS)
+    _check_keys(cd, f"key of {w}", COMM_KEYS)
     model = str(cd.get("model", "linear"))
     if model not in COMM_MODELS:
         raise choices_error(f"{w}.model", model, COMM_MODELS)
@@ -735,9 +733,7 @@ def _power(d: Mapping, where: str, pes: Mapping[str, PE], core_types: set[str]) 
 
 def _board_costs(d: Mapping, where: str) -> BoardCosts:
     bc = d.get("board_costs") or {}
-    unknown = sorted(set(bc) - set(BoardCosts.__dataclass_fields__))
-    if unknown:
-        raise choices_error(f"{where} board_costs key", unknown[0], BoardCosts.__dataclass_fields__)
+    _check_keys(bc, f"{where} board_costs key", BoardCosts.__dataclass_fields__)
     default = BoardCosts()
     builds = {**default.engine_build_s, **{str(k).upper(): float(v) for k, v in (bc.get("engine_build_s") or {}).items()}}
     return BoardCosts(engine_build_s=builds, run_overhead_s=float(bc.get("run_overhead_s", default.run_overhead_s)))
@@ -767,9 +763,7 @@ def _dla_rules(rd, where: str, toolkit: str) -> DlaRules:
 
 def _limits(d: Mapping, where: str, rules: DlaRules | None) -> Limits:
     ld = d.get("limits", {}) or {}
-    unknown = sorted(set(ld) - set(Limits.__dataclass_fields__))
-    if unknown:
-        raise choices_error(f"{where} limit", unknown[0], Limits.__dataclass_fields__)
+    _check_keys(ld, f"{where} limit", Limits.__dataclass_fields__)
     # a DLA limit left null (or out) follows the platform's DLA rule set (its TensorRT release)
     by_version = ({"max_dla_engines_total": rules.ruleset.max_engines_total,
                    "max_dla_loadables_per_core": rules.ruleset.max_loadables_per_core} if rules else {})
@@ -912,9 +906,7 @@ def platform_from_dict(d: Mapping) -> Platform:
     d = _plain(d)
     name = str(_req(d, "name", "the profile"))
     where = f"platform {name}"
-    unknown = sorted(set(d) - set(TOP_LEVEL_KEYS))
-    if unknown:
-        raise choices_error(f"key of {where}", unknown[0], TOP_LEVEL_KEYS)
+    _check_keys(d, f"key of {where}", TOP_LEVEL_KEYS)
     precisions = tuple(str(p) for p in d.get("precisions") or ("fp32",))
     if d.get("options") == "auto":
         pes, options, main_pe = _core_group_options(d, where, precisions)
@@ -933,9 +925,7 @@ def platform_from_dict(d: Mapping) -> Platform:
     toolkit = str(d.get("toolkit_version", "unknown"))
     rules = _dla_rules(rd, where, toolkit) if has_dla or rd else None
     cpu = d.get("cpu", {}) or {}
-    unknown_cpu = sorted(set(map(str, cpu)) - set(CPU_KEYS))
-    if unknown_cpu:
-        raise choices_error(f"key of {where} cpu", unknown_cpu[0], CPU_KEYS)
+    _check_keys(cpu, f"key of {where} cpu", CPU_KEYS)
     cpu_pes = [p for p in pes.values() if p.type == "cpu"]
     clusters = _clusters(cpu, where)
     core_types = {c.core_type for c in clusters}

@@ -10,7 +10,6 @@ parameter (pre threads, post threads, each stage's streams):
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from dse.configuration import Configuration
