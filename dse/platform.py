@@ -29,7 +29,9 @@ TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe"
                   # the clocked board of seed 001 (per-cluster CPU + GPU clocks, rail power), read by dse.dvfs.board
                   "clocked",
                   # nvpmodel power modes of a Jetson (clock ceilings, online cores), read by dse.dvfs.modes
-                  "power_modes")
+                  "power_modes",
+                  # how a real board's agent sets those modes and clocks (nvpmodel, sysfs files), dse.dvfs.modes
+                  "clock_control")
 # What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
 # boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
 PURPOSES = ("pipeline", "layer-mapping")

@@ -181,3 +181,155 @@ def test_trt_backend_pure_parts(tmp_path):
     # without TensorRT here the build fails: an error with the reason (retried next run), not a crash
     m = be.measure(c.with_(precision="fp16"))
     assert m.status == "error" and "TensorRT" in m.reason
+
+
+# -- power modes and clocks on the board (dse.board.clocks, dse.dvfs.modes.agent_clocks) -------------------------
+NVPMODEL = """#!/bin/sh
+# nvpmodel's command line as the agent uses it: -q prints the mode name, then its id; -m ID switches
+state="$(dirname "$0")/mode"
+[ -f "$state" ] || echo 0 > "$state"
+case "$1" in
+  -q) echo "NV Power Mode: MODE_$(cat "$state")"; cat "$state" ;;
+  -m) [ "$2" -le 6 ] || { echo "NVPM ERROR: invalid mode $2"; exit 1; }; echo "$2" > "$state" ;;
+esac
+"""
+
+
+def _xavier_sysfs(root: Path) -> dict:
+    """A Xavier's clock files under ``root`` (two CPU clusters whose CPUs link to their policy's directory)."""
+    files = {"devices/17000000.gv11b/devfreq/17000000.gv11b/min_freq": "318750000",
+             "devices/17000000.gv11b/devfreq/17000000.gv11b/max_freq": "1377000000",
+             "kernel/nvpmodel_emc_cap/nafll_dla": "1395200000"}
+    for policy in (0, 2):
+        files[f"devices/system/cpu/cpufreq/policy{policy}/scaling_min_freq"] = "1190400"
+        files[f"devices/system/cpu/cpufreq/policy{policy}/scaling_max_freq"] = "2265600"
+    for rel, value in files.items():
+        path = root / "sys" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    for cpu in range(4):
+        link = root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(root / f"sys/devices/system/cpu/cpufreq/policy{cpu - cpu % 2}")
+    tool = root / "nvpmodel"
+    tool.write_text(NVPMODEL)
+    tool.chmod(0o755)
+    return {rel: (root / "sys" / rel) for rel in files}
+
+
+def _spec(root: Path, extra: dict) -> dict:
+    from dse.dvfs.modes import agent_clocks
+    from dse.platform import load_platform
+
+    spec = agent_clocks(load_platform("xavier-agx"), extra)
+    spec["root"] = str(root)
+    if spec["nvpmodel"]:
+        spec["nvpmodel"]["command"] = str(root / "nvpmodel")
+    return spec
+
+
+def test_the_agent_pins_a_modes_clocks_and_puts_the_board_back(tmp_path):
+    from dse.board import clocks
+
+    files = _xavier_sysfs(tmp_path)
+    before = {rel: p.read_text() for rel, p in files.items()}
+    spec = _spec(tmp_path, {"power_mode": "MODE_30W_6CORE", "gpu_mhz": "675.75", "cpu_mhz": "1190.4"})
+    assert spec["nvpmodel"]["id"] == 4 and [k["name"] for k in spec["knobs"]] == ["gpu", "dla", "cpu"]
+    assert [k["value"] for k in spec["knobs"]] == [675750000, None, 1190400]   # DLA at the mode's ceiling
+    state = clocks.apply(spec)
+    gpu = "devices/17000000.gv11b/devfreq/17000000.gv11b/"
+    assert files[gpu + "min_freq"].read_text() == files[gpu + "max_freq"].read_text() == "675750000"
+    for policy in (0, 2):   # each cluster pinned once, through whichever CPU links to it
+        pol = f"devices/system/cpu/cpufreq/policy{policy}/"
+        assert files[pol + "scaling_min_freq"].read_text() == files[pol + "scaling_max_freq"].read_text() == "1190400"
+    assert (tmp_path / "mode").read_text().strip() == "4"
+    assert state["applied"] == {"gpu": ["675750000"], "dla": ["1395200000"], "cpu": ["1190400"]}
+    # lowering: each min is written before its max, so the kernel never sees min > max
+    order = [Path(p).name for p, _ in state["files"]]
+    assert order[:2] == ["min_freq", "max_freq"]
+    assert clocks.restore(state) == []
+    assert {rel: p.read_text().strip() for rel, p in files.items()} == {k: v.strip() for k, v in before.items()}
+    assert (tmp_path / "mode").read_text().strip() == "0"
+
+    # raising above the current max: the max first
+    files[gpu + "max_freq"].write_text("318750000")
+    files[gpu + "min_freq"].write_text("318750000")
+    state = clocks.apply(_spec(tmp_path, {"gpu_mhz": "905.25"}))
+    assert [Path(p).name for p, _ in state["files"]][:2] == ["max_freq", "min_freq"]
+    assert files[gpu + "min_freq"].read_text() == "905250000" and state["mode"] is None   # MAXN already
+    clocks.restore(state)
+    assert files[gpu + "max_freq"].read_text() == "318750000"
+
+    # a cluster the mode took offline keeps its cpufreq files, and the agent leaves them to the mode
+    for cpu in (2, 3):
+        (tmp_path / f"sys/devices/system/cpu/cpu{cpu}/online").write_text("0\n")
+    state = clocks.apply(_spec(tmp_path, {"power_mode": "MODE_30W_6CORE", "cpu_mhz": "1267.2"}))
+    assert files["devices/system/cpu/cpufreq/policy0/scaling_max_freq"].read_text() == "1267200"
+    assert files["devices/system/cpu/cpufreq/policy2/scaling_max_freq"].read_text().strip() == "2265600"
+    clocks.restore(state)
+
+
+def test_clocks_the_board_cannot_take_fail_and_leave_it_as_it_was(tmp_path):
+    from dse.board import clocks
+
+    files = _xavier_sysfs(tmp_path)
+    spec = _spec(tmp_path, {"power_mode": "MODE_15W", "gpu_mhz": "670"})
+    spec["knobs"][-1]["max"] = ["/sys/devices/system/cpu/cpu99/cpufreq/scaling_max_freq"]   # not this board
+    with pytest.raises(clocks.ClockError, match="no file matches .*cpu99"):
+        clocks.apply(spec)
+    assert files["devices/17000000.gv11b/devfreq/17000000.gv11b/min_freq"].read_text().strip() == "318750000"   # rolled back
+    assert (tmp_path / "mode").read_text().strip() == "0"
+    bad_mode = _spec(tmp_path, {"gpu_mhz": "905.25"})
+    bad_mode["nvpmodel"]["id"] = 9
+    with pytest.raises(clocks.ClockError, match="-m 9` failed .*invalid mode 9"):
+        clocks.apply(bad_mode)
+
+
+def test_agent_measure_runs_at_the_clocks_and_reports_them(tmp_path):
+    files = _xavier_sysfs(tmp_path)
+    shape = [1, 2 * (5 + 3), 4, 4]
+    eng = tmp_path / "s0.npz"
+    np.savez(eng, w=np.random.default_rng(0).standard_normal((3, int(np.prod(shape)))).astype(np.float32),
+             **{"in": "images", "out": "yolo_5", "shape": np.array(shape)})
+    cfg = {"stages": [{"streams": 1, "engines": [{"path": str(eng), "pe": "GPU"}]}], "frames": 10, "warmup": 1,
+           "application": "yolo", "app_options": {"input_size": 32, "anchors": [[[8, 8], [16, 16]]]},
+           "inputs": {"images": [1, 3, 32, 32]}, "outputs": {"yolo_5": shape}, "tegrastats": {"enabled": False},
+           "clocks": _spec(tmp_path, {"gpu_mhz": "905.25"})}
+    res = agent.measure(cfg, engine_factory=_numpy_engine_factory)
+    assert res["status"] == "ok" and res["clocks"]["gpu"] == ["905250000"], res
+    assert files["devices/17000000.gv11b/devfreq/17000000.gv11b/max_freq"].read_text().strip() == "1377000000"   # put back
+    cfg["clocks"]["knobs"][0]["min"] = ["/sys/no/such/min_freq"]
+    res = agent.measure(cfg, engine_factory=_numpy_engine_factory)
+    assert res["status"] == "failed" and res["reason"].startswith("cannot set clocks: no file matches")
+
+
+def test_trt_backend_sends_clocks_and_refuses_what_the_board_cannot_set(tmp_path):
+    from dse.backends.base import MeasureSettings
+    from dse.backends.trt import TrtBackend
+    from dse.config import compose_config
+    from dse.configuration import Configuration
+    from dse.engines.cache import EngineCache
+    from dse.graph.analysis import analyze
+    from dse.zoo import build_network
+
+    a = analyze(build_network("tiny-detector"))
+    c = Configuration("tiny-detector", "xavier-agx", option="E", streams=(2,), precision="fp16", input_size=64)
+    engines = [[{"path": "s0.engine", "pe": "GPU", "dla_core": None}]]
+
+    def backend(*overrides):
+        cfg = compose_config(["platform=xavier-agx", "benchmark=tiny-detector", *overrides])
+        return TrtBackend(cfg.platform, a, MeasureSettings(precision="fp16", model="tiny-detector"),
+                          engine_cache=EngineCache(tmp_path / "engines", "xavier-agx"))
+
+    be = backend()
+    assert be.agent_config(c, engines)["clocks"] is None          # no mode or clock asked: the board as it is
+    clocked = c.with_(extra={"power_mode": "MODE_30W_6CORE", "cpu_mhz": "1190.4"})
+    assert be.check(clocked) is None
+    spec = be.agent_config(clocked, engines)["clocks"]
+    assert spec["nvpmodel"] == {"command": "nvpmodel", "id": 4, "name": "MODE_30W_6CORE"}
+    assert {k["name"]: k["value"] for k in spec["knobs"]} == {"gpu": None, "dla": None, "cpu": 1190400}
+    assert "not a GPU level of power mode MODE_10W" in be.check(c.with_(extra={"power_mode": "MODE_10W",
+                                                                              "gpu_mhz": "905.25"}))
+    bare = backend("platform.clock_control=null")
+    assert "has no clock_control section" in bare.check(clocked)
+    assert bare.check(c) is None

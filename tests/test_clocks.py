@@ -9,7 +9,8 @@ from dse.configuration import Configuration
 from dse.dvfs.modes import clock_extra, clock_setting, mode_levels, power_mode, power_modes, time_scale
 from dse.errors import DseError
 from dse.evaluate import Evaluator
-from dse.platform import load_platform
+from dse.config import compose_config
+from dse.platform import load_platform, platform_from_dict
 from dse.search.clocks import EnergySettings, clock_phase, mapping_candidates
 from dse.search.probe import Probe
 from tests.test_workflow import _jobs, _workdir, snakemake
@@ -73,8 +74,10 @@ def test_settings_refuse_bad_objective_min_fps_and_modes():
         EnergySettings(min_fps=-1)
     with pytest.raises(DseError, match="power mode of xavier-agx-sim 'MODE_5W'; valid choices: MAXN"):
         EnergySettings(objective="energy", power_modes=("MODE_5W",)).check(XAVIER)
-    with pytest.raises(DseError, match="trt backend does not apply yet"):
-        EnergySettings(objective="energy").check(load_platform("xavier-agx"))
+    EnergySettings(objective="energy").check(load_platform("xavier-agx"))   # its agent sets them (clock_control)
+    bare = platform_from_dict(compose_config(["platform=xavier-agx", "platform.clock_control=null"]).platform)
+    with pytest.raises(DseError, match=r"platform xavier-agx \(trt backend\) has neither"):
+        EnergySettings(objective="energy").check(bare)
     rest, e = EnergySettings.split({"top_k": 3, "objective": "energy", "energy_mappings": 2})
     assert rest == {"top_k": 3} and e.mappings == 2 and e.active and not EnergySettings().active
 

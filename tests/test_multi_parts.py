@@ -66,8 +66,32 @@ def test_lookup_takes_the_closest_tighter_entry():
         lookup(table(), "a", 45)
 
 
-def test_dvfs_script_is_valid_shell_with_every_feasible_entry(tmp_path):
-    text = dvfs_script(table())
+def test_dvfs_script_sets_the_boards_clock_files_per_entry(tmp_path):
+    from dse.dvfs.modes import ClockControl, KnobFiles, clock_control
+    from dse.platform import load_platform
+
+    text = dvfs_script(table(), clock_control(load_platform("xavier-agx")))   # the files the board agent writes
     (tmp_path / "dvfs.sh").write_text(text)
     subprocess.run(["sh", "-n", str(tmp_path / "dvfs.sh")], check=True)
-    assert "apply 1497600 905250000 1395200000" in text and "2265600" not in text
+    assert "apply 905250000 1395200000 1497600" in text and "2265600" not in text
+    assert "/sys/devices/17000000.gv11b/devfreq/17000000.gv11b" in text and "nafll_dla" in text
+    # the same script over a stand-in sysfs tree, run for real: the 40-FPS entry is the smallest one >= 35
+    sys_ = tmp_path / "sys"
+    for d, lo, hi in (("gpu", "min_freq", "max_freq"), ("cpu0/cpufreq", "scaling_min_freq", "scaling_max_freq"),
+                      ("cpu1/cpufreq", "scaling_min_freq", "scaling_max_freq"), ("dla", None, "cap")):
+        (sys_ / d).mkdir(parents=True)
+        for f, v in ((lo, "1"), (hi, "9999999999")):
+            if f:
+                (sys_ / d / f).write_text(v + "\n")
+    local = ClockControl("nvpmodel", (
+        ("gpu", KnobFiles((f"{sys_}/gpu/min_freq",), (f"{sys_}/gpu/max_freq",), 1.0)),
+        ("dla", KnobFiles((), (f"{sys_}/dla/cap",), 1.0)),
+        ("cpu", KnobFiles((f"{sys_}/cpu[0-9]*/cpufreq/scaling_min_freq",),
+                          (f"{sys_}/cpu[0-9]*/cpufreq/scaling_max_freq",), 1000.0))))
+    (tmp_path / "local.sh").write_text(dvfs_script(table(), local))
+    subprocess.run(["sh", str(tmp_path / "local.sh"), "a", "35"], check=True)
+    read = lambda rel: (sys_ / rel).read_text().strip()
+    assert read("gpu/min_freq") == read("gpu/max_freq") == "905250000" and read("dla/cap") == "1395200000"
+    assert {read(f"cpu{c}/cpufreq/scaling_{m}_freq") for c in (0, 1) for m in ("min", "max")} == {"1497600"}
+    proc = subprocess.run(["sh", str(tmp_path / "local.sh"), "a", "45"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "no mapping meets 45 FPS in a" in proc.stderr

@@ -4,7 +4,9 @@
 builds each stage's engine with ``dse.engines.trt`` into the engine cache (one DLA engine serves both cores;
 a PND stage loads it on DLA0 and DLA1), writes the agent's JSON config, runs
 ``python3 -m dse.board measure --config cfg.json`` locally or over ssh (``platform.transport``), and turns the
-JSON it prints into a Measurement.
+JSON it prints into a Measurement. A configuration with a power mode or clocks in ``extra`` sends the agent
+their sysfs settings (``dse.dvfs.modes.agent_clocks`` from the platform's ``clock_control``); the agent sets them
+for the run and puts the board back afterwards.
 
 Engines are built by the TensorRT of the process that runs this backend; over ssh they are copied into the
 board's ``workdir`` (so that TensorRT must match the board's: run the orchestrator in the board's JetPack
@@ -27,6 +29,7 @@ from pathlib import Path
 from dse.backends.base import MeasureSettings
 from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.configuration import Configuration
+from dse.dvfs.modes import agent_clocks
 from dse.errors import BuildRefused, DseError
 from dse.measurement import Measurement
 from dse.platform import Platform, load_platform
@@ -140,7 +143,16 @@ class TrtBackend:
 
     def check(self, config: Configuration) -> str | None:
         p = self.platform
-        return check_layout(config, p) or check_stages(config, p) or check_cuts(config, self.analysis)
+        return (check_layout(config, p) or check_stages(config, p) or check_cuts(config, self.analysis)
+                or self._clock_problem(config))
+
+    def _clock_problem(self, config: Configuration) -> str | None:
+        """Why the agent cannot run ``config`` at its power mode and clocks (None: it can, or it sets none)."""
+        try:
+            agent_clocks(self.platform, dict(config.extra))
+        except DseError as exc:
+            return str(exc)
+        return None
 
     def stage_pes(self, config: Configuration) -> list[list[tuple[str, str, int | None]]]:
         """Per stage: [(PE name, PE type GPU|DLA, DLA core or None)], two entries for a PND stage."""
@@ -190,7 +202,8 @@ class TrtBackend:
                 "inputs": {k: list(v) for k, v in self.analysis.inputs.items()},
                 "outputs": {k: list(v) for k, v in self.analysis.outputs.items()},
                 "tegrastats": {"enabled": True, "interval_ms": 100}, "zero_copy": None,
-                "timeout_s": float(self.transport.get("timeout_s", 1800))}
+                "timeout_s": float(self.transport.get("timeout_s", 1800)),
+                "clocks": agent_clocks(self.platform, dict(config.extra))}
 
     def run_agent(self, cfg: dict, tag: str) -> dict:
         t = self.transport

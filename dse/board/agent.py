@@ -6,7 +6,11 @@ Config (written by ``dse.backends.trt.agent_config``)::
     {"stages": [{"streams": 2, "engines": [{"path": "...", "pe": "DLA0", "dla_core": 0}, ...]}, ...],
      "frames": 500, "warmup": 50, "buffers": 4, "pre_threads": 1, "post_threads": 1, "batch": 1,
      "application": "yolo", "app_options": {...}, "inputs": {name: shape}, "outputs": {name: shape},
-     "tegrastats": {"enabled": true, "interval_ms": 100}, "zero_copy": null, "timeout_s": 600}
+     "tegrastats": {"enabled": true, "interval_ms": 100}, "zero_copy": null, "timeout_s": 600,
+     "clocks": null}
+
+``clocks`` (optional): the power mode and clocks to run at (``dse.board.clocks``); the board is put back as it was
+after the run, and the result's ``clocks`` says what was applied.
 
 UNTESTED ON HARDWARE (see dse.board).
 """
@@ -16,6 +20,8 @@ import platform
 import time
 import traceback
 from typing import Any, Callable, Dict, Optional
+
+from dse.board import clocks
 
 REQUIRED = ("stages", "frames", "application", "inputs", "outputs")
 
@@ -73,8 +79,7 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
         return failed(reason)
     try:
         from dse.apps import create_application
-        from dse.board.tegrastats import TegraStats
-        from dse.runtime.pipeline import Pipeline, StagePlan
+        from dse.runtime.pipeline import StagePlan
 
         if engine_factory is None:
             from dse.board.trt_engine import TrtStageEngine as engine_factory  # noqa: N813
@@ -88,6 +93,32 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
         load_s = time.perf_counter() - t_load
     except Exception as exc:
         return failed("loading failed: %s: %s" % (type(exc).__name__, exc))
+
+    clock_state = None
+    if cfg.get("clocks"):
+        try:
+            clock_state = clocks.apply(cfg["clocks"])
+        except Exception as exc:   # a ClockError, or a malformed spec: the run must not go on at other clocks
+            _close(plans)
+            return failed("cannot set clocks: %s" % exc)
+    try:
+        result = _run(cfg, app, plans, load_s, clock_state)
+    finally:
+        problems = clocks.restore(clock_state) if clock_state is not None else []
+    if problems:   # the board stays at other settings than before the run: say so, loudly
+        result["clocks_not_restored"] = problems
+    return result
+
+
+def _close(plans) -> None:
+    for plan in plans:
+        for e in plan.engines:
+            e.close()
+
+
+def _run(cfg: Dict[str, Any], app, plans, load_s: float, clock_state: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    from dse.board.tegrastats import TegraStats
+    from dse.runtime.pipeline import Pipeline
 
     ts_cfg = cfg.get("tegrastats") or {}
     stats = TegraStats(int(ts_cfg.get("interval_ms", 100))) if ts_cfg.get("enabled", True) else None
@@ -107,9 +138,7 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
         if stats is not None:
             stats.stop()
     t1 = time.perf_counter()
-    for plan in plans:
-        for e in plan.engines:
-            e.close()
+    _close(plans)
     if not res.ok:
         return failed("run failed: %s" % res.error)
     power = stats.summary(t1 - res.window_s, t1) if stats is not None else {"power_w": None, "gpu_util": None}
@@ -123,4 +152,5 @@ def measure(cfg: Dict[str, Any], engine_factory: Optional[Callable[..., Any]] = 
             "energy_j_per_frame": power_w / res.fps if power_w is not None and res.fps > 0 else None,
             "frames": res.frames,
             "window_s": res.window_s, "load_s": load_s, "measure_s": t1 - t0,
-            "tegrastats": {k: v for k, v in power.items() if k != "power_w"}, "versions": versions()}
+            "tegrastats": {k: v for k, v in power.items() if k != "power_w"}, "versions": versions(),
+            "clocks": clock_state["applied"] if clock_state is not None else None}

@@ -11,6 +11,8 @@ def add_parser(sub):
     p.add_argument("--method", default="PR")
     p.add_argument("--scenario", help="for LC (a mapping per scenario): which scenario's mapping")
     p.add_argument("-o", "--output", required=True, help="directory for jedi.cfg and dvfs.sh")
+    p.add_argument("--board", help="the real board's platform profile, whose clock_control files dvfs.sh writes "
+                                   "(default: the case's platform without '-sim', e.g. xavier-agx)")
     p.set_defaults(func=_run)
 
 
@@ -19,9 +21,11 @@ def _run(args) -> int:
 
     import pandas as pd
 
+    from dse.dvfs.modes import clock_control
     from dse.errors import DseError
     from dse.multi.export import dvfs_script, jedi_multi
     from dse.multi.networks import network_backend
+    from dse.platform import load_platform
     from dse.store.atomic import write_text_atomic
     from dse.workflow.multi import load_result, load_settings
 
@@ -32,7 +36,13 @@ def _run(args) -> int:
     _, platform, _ = load_settings(args.case_dir)
     analyses = {n: (network_backend(n, platform, case.settings, seed)[0], platform) for n in case.settings.networks}
     out = Path(args.output)
-    jedi, dvfs = jedi_multi(case, result, analyses, scenario=args.scenario), dvfs_script(pd.read_parquet(table_path))
+    board = load_platform(args.board or str(platform["name"]).removesuffix("-sim"))
+    control = clock_control(board)
+    if control is None:
+        raise DseError(f"platform {board.name} has no clock_control section (the sysfs files that set its clocks): "
+                       "name a board profile that has one with --board")
+    jedi = jedi_multi(case, result, analyses, scenario=args.scenario)
+    dvfs = dvfs_script(pd.read_parquet(table_path), control)
     write_text_atomic(out / "jedi.cfg", jedi)
     write_text_atomic(out / "dvfs.sh", dvfs)
     (out / "dvfs.sh").chmod(0o755)

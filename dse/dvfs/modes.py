@@ -164,3 +164,91 @@ def clock_extra(platform: Platform, mode: str, mhz: Mapping[str, float]) -> dict
 def is_clocked(extra: Mapping[str, str]) -> bool:
     """Whether a configuration sets a power mode or a clock (a board backend must apply them or refuse)."""
     return MODE_KEY in extra or any(k in extra for k in EXTRA_KEYS.values())
+
+
+# -- setting them on a real board (the trt backend's agent, dse.board.clocks) -----------------------------------
+CONTROL_KNOB_KEYS = ("min", "max", "unit_hz")
+
+
+@dataclass(frozen=True)
+class KnobFiles:
+    """The sysfs files that pin one clock: ``min``/``max`` file patterns, ``unit_hz`` Hz per unit written."""
+
+    min: tuple[str, ...]
+    max: tuple[str, ...]
+    unit_hz: float
+
+
+@dataclass(frozen=True)
+class ClockControl:
+    """How a board sets a configuration's clocks: the nvpmodel command (None: modes are not switched) and the
+    files per clock kind."""
+
+    nvpmodel: str | None
+    knobs: tuple[tuple[str, KnobFiles], ...]
+
+    def files(self, kind: str) -> KnobFiles | None:
+        return dict(self.knobs).get(kind)
+
+
+def clock_control(platform: Platform) -> ClockControl | None:
+    """The platform's ``clock_control`` section, checked (None without one: the board's clocks cannot be set)."""
+    section = (platform.raw or {}).get("clock_control")
+    if not section:
+        return None
+    where = f"platform {platform.name} clock_control"
+    if not isinstance(section, Mapping):
+        raise DseError(f"{where} must be a mapping: nvpmodel (command) and files per clock ({', '.join(KNOBS)})")
+    unknown = sorted(set(section) - {"nvpmodel", *KNOBS})
+    if unknown:
+        raise choices_error(f"key of {where}", unknown[0], ("nvpmodel", *KNOBS))
+    knobs = []
+    for kind in KNOBS:
+        d = section.get(kind)
+        if d is None:
+            continue
+        d = dict(d)
+        bad = sorted(set(d) - set(CONTROL_KNOB_KEYS))
+        if bad:
+            raise choices_error(f"key of {where}.{kind}", bad[0], CONTROL_KNOB_KEYS)
+        files = {k: tuple(str(p) for p in (d.get(k) or ())) for k in ("min", "max")}
+        if not files["max"]:
+            raise DseError(f"{where}.{kind} needs at least one 'max' file (the clock's cap)")
+        unit = float(d.get("unit_hz", 1))
+        if unit <= 0:
+            raise DseError(f"{where}.{kind}.unit_hz must be > 0, got {unit}")
+        knobs.append((kind, KnobFiles(files["min"], files["max"], unit)))
+    command = section.get("nvpmodel")
+    return ClockControl(str(command) if command else None, tuple(knobs))
+
+
+def agent_clocks(platform: Platform, extra: Mapping[str, str]) -> dict | None:
+    """The board agent's ``clocks`` spec for a configuration (None when it sets no mode or clock): its mode by id
+    and every clock kind the platform can set, pinned at the configuration's level (None = the mode's ceiling,
+    which nvpmodel sets), in the files' units. A DseError when the platform cannot set what it asks for."""
+    if not is_clocked(extra):
+        return None
+    control = clock_control(platform)
+    if control is None:
+        raise DseError(f"this configuration sets a power mode or clocks ({dict(extra)}), and platform {platform.name} "
+                       "has no clock_control section: the board agent cannot set them there")
+    setting = clock_setting(platform, extra)
+    if control.nvpmodel is None and setting.mode.name != next(iter(power_modes(platform))):
+        raise DseError(f"power mode {setting.mode.name} asked, and platform {platform.name}'s clock_control names no "
+                       "nvpmodel command to switch modes")
+    levels = mode_levels(platform, setting.mode)
+    knobs = []
+    for kind in KNOBS:
+        files = control.files(kind)
+        chosen = setting.of(kind) or (levels[kind][-1] if kind in levels else None)
+        at_ceiling = kind not in levels or chosen == levels[kind][-1]
+        if files is None:
+            if not at_ceiling:
+                raise DseError(f"{EXTRA_KEYS[kind]}={chosen:g}: platform {platform.name}'s clock_control has no "
+                               f"files for the {kind.upper()} clock")
+            continue
+        knobs.append({"name": kind, "value": None if at_ceiling else round(chosen * 1e6 / files.unit_hz),
+                      "min": list(files.min), "max": list(files.max)})
+    mode = ({"command": control.nvpmodel, "id": setting.mode.id, "name": setting.mode.name}
+            if control.nvpmodel else None)
+    return {"nvpmodel": mode, "knobs": knobs}

@@ -1,21 +1,17 @@
 """Export a multi-network result to a board: one JEDI configuration with an instance per app (``instance_num`` > 1)
 and the step-3 frequency table as a shell script of sysfs clock settings per scenario and FPS constraint.
 
-Untested on hardware, like the rest of the ``trt`` path. Paths: GPU devfreq ``min_freq``/``max_freq`` (Hz) and
-the CPU ``scaling_min_freq``/``scaling_max_freq`` (kHz) as nvpmodel's Xavier template writes them; the DLA clock
-through the BPMP debugfs ``nafll_dla`` rate (Hz), as public Xavier power studies set it (debugfs: needs root and
-a mounted debugfs). The script lowers a clock's minimum before its maximum and raises the maximum first, so
-the kernel never sees min > max.
+Untested on hardware, like the rest of the ``trt`` path. The clock files are the real board's ``clock_control``
+(``dse.dvfs.modes.ClockControl``: the files the board agent writes too); the script lowers a clock's minimum before
+its maximum and raises the maximum first, so the kernel never sees min > max.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from dse.configuration import Configuration
+from dse.dvfs.modes import KNOBS, ClockControl
 from dse.errors import DseError
-
-GPU_DEVFREQ = "/sys/devices/17000000.gv11b/devfreq/17000000.gv11b"
-DLA_CLK = "/sys/kernel/debug/bpmp/debug/clk/nafll_dla"
 
 
 def jedi_multi(case, result: dict, analyses: dict, *, scenario: str | None = None) -> str:
@@ -52,32 +48,46 @@ def jedi_multi(case, result: dict, analyses: dict, *, scenario: str | None = Non
     return jedi_instances(instances, platform, note)
 
 
-def dvfs_script(table: pd.DataFrame) -> str:
-    """``dvfs.sh SCENARIO FPS``: the clocks of the smallest sampled FPS >= FPS for that scenario (step 3)."""
+def dvfs_script(table: pd.DataFrame, control: ClockControl) -> str:
+    """``dvfs.sh SCENARIO FPS``: the clocks of the smallest sampled FPS >= FPS for that scenario (step 3), written
+    to the files of the board's ``control``."""
     ok = table[table.feasible].sort_values(["scenario", "fps"])
     if ok.empty:
         raise DseError("the frequency table has no feasible entry to export")
+    knobs = [k for k in KNOBS if control.files(k)]
     lines = ["#!/bin/sh", "# Step-3 frequency table exported by `dse multi export` (untested on hardware).",
              "# usage: dvfs.sh SCENARIO FPS   (SCENARIO as in the table, e.g. app0+app1)", "set -e",
              'sc="$1"; want="$2"',
-             "set_clock() {  # path-prefix min-file max-file value: lower min first, raise max first",
-             '  cur=$(cat "$1/$3"); if [ "$4" -lt "$cur" ]; then echo "$4" > "$1/$2"; echo "$4" > "$1/$3";',
-             '  else echo "$4" > "$1/$3"; echo "$4" > "$1/$2"; fi; }',
-             "apply() {  # cpu_khz gpu_hz dla_hz",
-             '  for c in /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do set_clock "$c" scaling_min_freq '
-             'scaling_max_freq "$1"; done',
-             f'  set_clock {GPU_DEVFREQ} min_freq max_freq "$2"',
-             f'  set_clock {DLA_CLK} min_rate max_rate "$3"; }}']
+             "set_clock() {  # min-file max-file value: lower the min first, raise the max first",
+             '  cur=$(cat "$2"); if [ "$3" -lt "$cur" ]; then echo "$3" > "$1"; echo "$3" > "$2";',
+             '  else echo "$3" > "$2"; echo "$3" > "$1"; fi; }',
+             f"apply() {{  # {' '.join(f'{k}(x{control.files(k).unit_hz:g} Hz)' for k in knobs)}"]
+    for i, kind in enumerate(knobs, start=1):
+        lines += _pin_lines(control.files(kind), f'"${i}"')
+    lines[-1] += "; }"
     for sc, g in ok.groupby("scenario", sort=True):
         lines.append(f'if [ "$sc" = "{sc}" ]; then')
         for r in g.itertuples():
-            lines.append(f'  if awk "BEGIN{{exit !($want <= {r.fps:g})}}"; then apply {round(r.cpu_mhz * 1000)} '
-                         f'{round(r.gpu_mhz * 1e6)} {round(r.dla_mhz * 1e6)}; exit 0; fi   # {r.fps:g} FPS, '
-                         f'est. {r.est_w:.2f} W')
+            values = " ".join(str(round(getattr(r, f"{k}_mhz") * 1e6 / control.files(k).unit_hz)) for k in knobs)
+            lines.append(f'  if awk "BEGIN{{exit !($want <= {r.fps:g})}}"; then apply {values}; exit 0; fi   '
+                         f'# {r.fps:g} FPS, est. {r.est_w:.2f} W')
         lines.append('  echo "no mapping meets $want FPS in $sc" >&2; exit 1')
         lines.append("fi")
     lines.append('echo "unknown scenario $sc" >&2; exit 2')
     return "\n".join(lines) + "\n"
+
+
+def _pin_lines(files, value: str) -> list[str]:
+    """Shell lines pinning one clock: per directory pattern, its min and max file (or the cap alone)."""
+    import posixpath
+
+    out = []
+    mins = {posixpath.dirname(p): posixpath.basename(p) for p in files.min}
+    for path in files.max:
+        d, hi = posixpath.dirname(path), posixpath.basename(path)
+        body = (f'set_clock "$d/{mins[d]}" "$d/{hi}" {value}' if d in mins else f'echo {value} > "$d/{hi}"')
+        out.append(f"  for d in {d}; do {body}; done")
+    return out
 
 
 def lookup(table: pd.DataFrame, scenario: str, fps: float) -> dict:

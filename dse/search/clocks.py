@@ -18,7 +18,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from dse.configuration import Configuration
-from dse.dvfs.modes import EXTRA_KEYS, MODE_KEY, clock_extra, is_clocked, mode_levels, power_mode, power_modes
+from dse.dvfs.modes import (EXTRA_KEYS, MODE_KEY, clock_control, clock_extra, is_clocked, mode_levels, power_mode,
+                             power_modes)
 from dse.errors import DseError, choices_error
 from dse.measurement import Measurement
 from dse.platform import Platform
@@ -75,10 +76,11 @@ class EnergySettings:
         if platform.power is None:
             raise DseError(f"search.objective={self.objective} / pareto / min_fps need a power model, and platform "
                            f"{platform.name} has none")
-        if platform.backend != "sim":
-            raise DseError(f"the clock phase sets power modes and clocks, which the {platform.backend} backend does "
-                           "not apply yet (the board agent measures at the board's current settings); set the "
-                           "mode on the board and search with objective=fps")
+        if platform.backend != "sim" and (platform.backend != "trt" or clock_control(platform) is None):
+            raise DseError(f"the clock phase sets power modes and clocks: the sim backend applies them, and the trt "
+                           f"backend on a platform with a clock_control section (the files the board agent writes); "
+                           f"platform {platform.name} ({platform.backend} backend) has neither. Set the mode on the "
+                           "board and search with objective=fps")
 
     def to_dict(self) -> dict:
         d = asdict(self)
