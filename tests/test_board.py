@@ -190,7 +190,9 @@ state="$(dirname "$0")/mode"
 [ -f "$state" ] || echo 0 > "$state"
 case "$1" in
   -q) echo "NV Power Mode: MODE_$(cat "$state")"; cat "$state" ;;
-  -m) [ "$2" -le 6 ] || { echo "NVPM ERROR: invalid mode $2"; exit 1; }; echo "$2" > "$state" ;;
+  -m) [ "$2" -le 6 ] || { echo "NVPM ERROR: invalid mode $2"; exit 1; }
+      [ "$2" != 5 ] || { echo "NVPM WARN: Reboot required for changing to this power mode: 5"; exit 0; }
+      echo "$2" > "$state" ;;
 esac
 """
 
@@ -283,6 +285,9 @@ def test_clocks_the_board_cannot_take_fail_and_leave_it_as_it_was(tmp_path):
     bad_mode["nvpmodel"]["id"] = 9
     with pytest.raises(clocks.ClockError, match="-m 9` failed .*invalid mode 9"):
         clocks.apply(bad_mode)
+    reboot = _spec(tmp_path, {"power_mode": "MODE_30W_4CORE"})   # id 5: this stand-in wants a reboot first
+    with pytest.raises(clocks.ClockError, match="left the board in mode 0 .*Reboot required"):
+        clocks.apply(reboot)
 
 
 def test_agent_measure_runs_at_the_clocks_and_reports_them(tmp_path):

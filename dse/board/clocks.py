@@ -50,9 +50,14 @@ def current_mode(command: str, run: Runner) -> int:
 
 
 def set_mode(command: str, mode_id: int, run: Runner) -> None:
+    """``nvpmodel -m ID``, then checked with ``-q`` (some mode changes want a reboot and leave the mode as it was)."""
     rc, out = run([command, "-m", str(int(mode_id))])
     if rc != 0:
         raise ClockError("`%s -m %d` failed (exit %d): %s" % (command, mode_id, rc, out.strip()[-200:]))
+    now = current_mode(command, run)
+    if now != int(mode_id):
+        raise ClockError("`%s -m %d` left the board in mode %d (a reboot may be needed first): %s"
+                         % (command, mode_id, now, out.strip()[-200:]))
 
 
 class _Files:
