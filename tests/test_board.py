@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -338,3 +339,24 @@ def test_trt_backend_sends_clocks_and_refuses_what_the_board_cannot_set(tmp_path
     bare = backend("platform.clock_control=null")
     assert "has no clock_control section" in bare.check(clocked)
     assert bare.check(c) is None
+    no_modes = backend("platform.clock_control.nvpmodel=null")
+    assert "names no nvpmodel command" in no_modes.check(clocked)
+    assert no_modes.check(c.with_(extra={"gpu_mhz": "905.25"})) is None   # clocks alone, in the current mode
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"nvpmodel": "nvpmodel", "gpu": {"max": ["/x"]}, "emc": {"max": ["/y"]}},
+     "unknown key of platform xavier-agx clock_control 'emc'; valid choices: cpu, dla, gpu, nvpmodel"),
+    ({"gpu": {"min": ["/x"]}}, "clock_control.gpu needs at least one 'max' file"),
+    ({"gpu": {"max": ["/x"], "units": 1}}, "unknown key of platform xavier-agx clock_control.gpu 'units'"),
+    ({"cpu": {"max": ["/x"], "unit_hz": 0}}, "clock_control.cpu.unit_hz must be > 0"),
+])
+def test_a_broken_clock_control_section_is_refused_naming_the_valid_keys(section, message):
+    from dse.dvfs.modes import clock_control
+    from dse.errors import DseError
+    from dse.platform import load_platform
+
+    raw = dict(load_platform("xavier-agx").raw, clock_control=section)
+    with pytest.raises(DseError, match=re.escape(message)):
+        clock_control(load_platform(raw))
+    assert clock_control(load_platform("host-cpu")) is None
