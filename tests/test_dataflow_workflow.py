@@ -2,13 +2,15 @@
 small `tiny` case in a temp dir: every output, the report, no deadline miss on the board, a rerun does nothing, a
 GA override reruns the co-mapping only, and bad cases refused before any job runs."""
 import json
+import shutil
 
 import pandas as pd
 import pytest
+import yaml
 
 from dse.dataflow.settings import DataflowSettings
 from dse.errors import DseError
-from tests.test_workflow import _jobs, _workdir, snakemake
+from tests.test_workflow import REPO, _jobs, _workdir, snakemake
 
 CASE = "results/dataflow/tiny/xavier-agx-sim"
 OVR = "[dataflow=tiny]"
@@ -17,6 +19,8 @@ OVR = "[dataflow=tiny]"
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     wd = _workdir(tmp_path_factory.mktemp("dataflow"))
+    (wd / "config").unlink()                       # a copy: a test edits a graph in it
+    shutil.copytree(REPO / "config", wd / "config")
     snakemake(wd, "dataflow", "--config", f"overrides={OVR}")
     return wd
 
@@ -49,6 +53,20 @@ def test_rerun_is_noop_and_ga_override_reruns_comap_only(finished):
     assert _jobs(snakemake(finished, "dataflow", "-n", "--config", f"overrides={OVR}")) == []
     jobs = _jobs(snakemake(finished, "dataflow", "-n", "--config", "overrides=[dataflow=tiny,dataflow.ga.population=10]"))
     assert "dataflow_comap" in jobs and "dataflow_pareto" not in jobs
+
+
+def test_an_edited_graph_reruns_the_comapping_and_the_run_keeps_its_graphs(finished):
+    part = yaml.safe_load((finished / CASE / "config" / "dataflow.yaml").read_text())
+    assert part["graph_specs"]["image-processing"]["tasks"]["Bilateral"] == {"wcet_us": {"cpu": 4915, "gpu": 368}}
+    graph = finished / "config" / "dataflow" / "graphs" / "image-processing.yaml"
+    text = graph.read_text()
+    graph.write_text(text.replace("{cpu: 4915, gpu: 368}", "{cpu: 3932, gpu: 302}"))
+    try:
+        jobs = _jobs(snakemake(finished, "dataflow", "-n", "--config", f"overrides={OVR}"))
+    finally:
+        graph.write_text(text)
+    assert "dataflow_comap" in jobs and "dataflow_pareto" not in jobs
+    assert _jobs(snakemake(finished, "dataflow", "-n", "--config", f"overrides={OVR}")) == []
 
 
 @pytest.mark.parametrize("override, message", [

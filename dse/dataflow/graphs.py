@@ -280,6 +280,17 @@ def load_graph(spec: dict | str | Path | DataflowGraph) -> DataflowGraph:
         return spec
     if isinstance(spec, dict):
         return graph_from_dict(spec)
+    path, d = _graph_yaml(spec)
+    return graph_from_dict(d, where=f"dataflow graph {str(path)!r}")
+
+
+def graph_spec(spec: str | Path) -> dict:
+    """The YAML mapping of a shipped graph (by name) or a graph file, unparsed: what a run stores of the graphs it
+    used (``load_graph`` reads it back)."""
+    return _graph_yaml(spec)[1]
+
+
+def _graph_yaml(spec) -> tuple[Path, dict]:
     if not isinstance(spec, (str, Path)):
         raise DseError(f"a dataflow graph is a dict, a YAML path or a shipped name, got {type(spec).__name__}")
     path = Path(spec)
@@ -294,10 +305,9 @@ def load_graph(spec: dict | str | Path | DataflowGraph) -> DataflowGraph:
 
     with open(path) as fh:
         try:
-            d = yaml.safe_load(fh)
+            return path, yaml.safe_load(fh)
         except yaml.YAMLError as e:
             raise DseError(f"dataflow graph {str(path)!r} is not valid YAML: {e}") from None
-    return graph_from_dict(d, where=f"dataflow graph {str(path)!r}")
 
 
 def motivational_graph(name: str = "ImageProcessing") -> DataflowGraph:

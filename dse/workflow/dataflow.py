@@ -18,6 +18,8 @@ from dse.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
 from dse.workflow.multi import STEP1_KEYS, _part, _say, compose_sim_case
 
+GRAPHS_KEY = "graph_specs"   # the dataflow part's copy of every named graph the groups use (name -> its YAML)
+
 
 def dataflow_dir(results_dir: str, name: str, platform: str) -> str:
     return str(Path(results_dir) / "dataflow" / name / platform)
@@ -47,12 +49,15 @@ def plan_dataflow(snakemake_config: dict) -> dict[str, DataflowPlan]:
     from omegaconf import OmegaConf
 
     from dse.config import group_choices
-    from dse.dataflow.graphs import graph_names
+    from dse.dataflow.graphs import graph_names, graph_spec
     from dse.dataflow.settings import DataflowSettings
 
     cfg, platform, loaded = compose_sim_case(snakemake_config, "dataflow")
     settings = DataflowSettings.resolve(cfg.dataflow, loaded, group_choices("benchmark"), graph_names())
-    full = {**settings.to_dict(), "seed": int(cfg.seed)}
+    # the graphs themselves, not only their names: editing a graph's YAML reruns the co-mapping jobs, and a run
+    # keeps the graphs it was computed with
+    graphs = {name: graph_spec(name) for g in settings.groups for name in g.graphs}
+    full = {**settings.to_dict(), "seed": int(cfg.seed), GRAPHS_KEY: graphs}
     step1 = {k: full[k] for k in (*STEP1_KEYS, "tasktime", "seed")}
     text = {"dataflow": OmegaConf.to_yaml(OmegaConf.create(full)),
             "step1": OmegaConf.to_yaml(OmegaConf.create(step1)),
@@ -68,6 +73,7 @@ def load_settings(ddir):
 
     d = _part(ddir, "dataflow")
     seed = int(d.pop("seed", 0))
+    d.pop(GRAPHS_KEY, None)
     platform = _part(ddir, "platform")
     p = load_platform(platform)
     return DataflowSettings.resolve(d, p), platform, seed
@@ -88,7 +94,8 @@ def load_problem(ddir):
         chains, bases = task_chains(pd.read_parquet(Path(ddir) / "tasks" / f"{n}.parquet"))
         labels = [f"{r.option} {'-'.join(str(int(c)) for c in r.cuts)}".strip() for r in front.itertuples()]
         cands[n] = Candidates(chains, [int(x) for x in front.n_dla], labels, bases)
-    groups = [Group(g.name, i, tuple(load_graph(x) for x in g.graphs), g.dl, g.graft)
+    stored = _part(ddir, "dataflow").get(GRAPHS_KEY) or {}
+    groups = [Group(g.name, i, tuple(load_graph(stored.get(x, x)) for x in g.graphs), g.dl, g.graft)
               for i, g in enumerate(settings.groups)]
     rnd = settings.random_graphs
     if rnd:
