@@ -7,6 +7,8 @@ its maximum and raises the maximum first, so the kernel never sees min > max.
 """
 from __future__ import annotations
 
+import posixpath
+
 import pandas as pd
 
 from dse.configuration import Configuration
@@ -79,8 +81,6 @@ def dvfs_script(table: pd.DataFrame, control: ClockControl) -> str:
 
 def _pin_lines(files, value: str) -> list[str]:
     """Shell lines pinning one clock: per directory pattern, its min and max file (or the cap alone)."""
-    import posixpath
-
     out = []
     mins = {posixpath.dirname(p): posixpath.basename(p) for p in files.min}
     for path in files.max:

@@ -67,16 +67,22 @@ def plan_dataflow(snakemake_config: dict) -> dict[str, DataflowPlan]:
     return {ddir: DataflowPlan(text, OmegaConf.to_yaml(cfg), tuple(settings.benchmarks), jobs)}
 
 
-def load_settings(ddir):
+def _case(ddir):
+    """The case's parts, read once: (settings, platform dict, Platform, case seed, the graphs stored by name)."""
     from dse.dataflow.settings import DataflowSettings
     from dse.platform import load_platform
 
     d = _part(ddir, "dataflow")
     seed = int(d.pop("seed", 0))
-    d.pop(GRAPHS_KEY, None)
+    graphs = d.pop(GRAPHS_KEY, None) or {}
     platform = _part(ddir, "platform")
     p = load_platform(platform)
-    return DataflowSettings.resolve(d, p), platform, seed
+    return DataflowSettings.resolve(d, p), platform, p, seed, graphs
+
+
+def load_settings(ddir):
+    settings, platform, _, seed, _ = _case(ddir)
+    return settings, platform, seed
 
 
 def load_problem(ddir):
@@ -84,17 +90,14 @@ def load_problem(ddir):
     from dse.dataflow.comap import Candidates, Group, Problem
     from dse.dataflow.graphs import load_graph, random_graph
     from dse.multi.pareto import task_chains
-    from dse.platform import load_platform
 
-    settings, platform, seed = load_settings(ddir)
-    p = load_platform(platform)
+    settings, platform, p, seed, stored = _case(ddir)
     cands = {}
     for n in settings.benchmarks:
         front = pd.read_parquet(Path(ddir) / "pareto" / f"{n}.parquet").sort_values("mapping")
         chains, bases = task_chains(pd.read_parquet(Path(ddir) / "tasks" / f"{n}.parquet"))
         labels = [f"{r.option} {'-'.join(str(int(c)) for c in r.cuts)}".strip() for r in front.itertuples()]
         cands[n] = Candidates(chains, [int(x) for x in front.n_dla], labels, bases)
-    stored = _part(ddir, "dataflow").get(GRAPHS_KEY) or {}
     groups = [Group(g.name, i, tuple(load_graph(stored.get(x, x)) for x in g.graphs), g.dl, g.graft)
               for i, g in enumerate(settings.groups)]
     rnd = settings.random_graphs
