@@ -7,7 +7,8 @@ configuration re-measured 5 times with fresh noise; the virtual board's choice i
 the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16; Table 3.5's option in >= 12 of 18 rows
 and within 3 % where it differs.
 
-Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--overrides ...]``
+Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--precisions ...]
+[--overrides ...]``
 (10-40 min here); writes bench/results/calibration_decisions.json and prints the Markdown table. Parts run apart
 (``--networks ... --output part.json``, one process each) are joined with ``--merge part1.json part2.json ...``.
 """
@@ -30,13 +31,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="xavier-agx-sim")
     ap.add_argument("--networks", nargs="*", default=None)
+    ap.add_argument("--precisions", nargs="*", default=None, choices=("fp16", "int8"))
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("--overrides", nargs="*", default=[], metavar="OVERRIDE",
                     help="Hydra overrides of every search, e.g. the platform.PATH=VALUE list of `dse calibrate --fit`")
     ap.add_argument("--merge", nargs="+", type=Path, default=None, metavar="PART",
                     help="join the rows of earlier runs' JSON results (in Table 3.5's order) instead of deciding")
     args = ap.parse_args(argv)
-    pairs = [p for p in TABLE_3_5 if not args.networks or p[0] in args.networks]
+    pairs = [p for p in TABLE_3_5 if (not args.networks or p[0] in args.networks)
+             and (not args.precisions or p[1] in args.precisions)]
     t0 = time.perf_counter()
     if args.merge:
         decisions, seconds, args.platform, args.overrides = _merged(args.merge, pairs)

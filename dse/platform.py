@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from dse.configuration import PRECISIONS
 from dse.errors import DseError, choices_error
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class PECost:
     eltwise_bw_factor: float = 1.0
     channel_atom: float = 0.0        # output channels a compute tile needs; fewer waste it
     channel_exponent: float = 0.0
+    channel_atom_by_precision: dict[str, float] = field(default_factory=dict)   # a precision's own tile width
     concat_copy: float = 0.0         # fraction of a concat's output bytes actually copied
     buffer_kb: float = 0.0           # on-chip convolution buffer (NVDLA CBUF); 0 = weights never re-fetched
 
@@ -528,6 +530,17 @@ def _table(d, where: str, valid=None, **bounds) -> dict[str, float]:
 PE_COST_KEYS = tuple(f.name for f in fields(PECost))
 
 
+def _atoms_by_precision(d, where: str) -> dict[str, float]:
+    """A precision's own compute-tile width (FP16 tensor-core kernels may tile wider than INT8 ones)."""
+    where = f"{where}.channel_atom_by_precision"
+    if d is None:
+        return {}
+    if not isinstance(d, Mapping):
+        raise DseError(f"{where} must map a precision ({', '.join(PRECISIONS)}) to channels, got {d!r}")
+    _check_keys(d, f"precision in {where}", PRECISIONS)
+    return {str(k): _number(v, f"{where}.{k}", 0.0, None, strict=False) for k, v in d.items()}
+
+
 def _pe_cost(d: Mapping, where: str) -> PECost:
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping with keys {', '.join(PE_COST_KEYS)}, got {d!r}")
@@ -544,6 +557,7 @@ def _pe_cost(d: Mapping, where: str) -> PECost:
         eltwise_bw_factor=float(d.get("eltwise_bw_factor", 1.0)),
         channel_atom=float(d.get("channel_atom", 0.0)),
         channel_exponent=float(d.get("channel_exponent", 0.0)),
+        channel_atom_by_precision=_atoms_by_precision(d.get("channel_atom_by_precision"), where),
         concat_copy=float(d.get("concat_copy", 0.0)),
         buffer_kb=_number(d.get("buffer_kb", 0.0), f"{where}.buffer_kb", 0.0, None, strict=False),
     )

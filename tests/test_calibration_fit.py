@@ -69,6 +69,12 @@ def test_set_changes_the_composed_profile_and_refuses_unknown_paths():
         platform_profile("xavier-agx-sim", ["cost.handover_us"])
     with pytest.raises(DseError, match="xavier-agx-sim"):
         platform_profile("xavier", [])
+    # a leading + adds a key the profile lacks (without it Hydra refuses the unknown key)
+    d = platform_profile("xavier-agx-sim", ["+cost.dla.channel_atom_by_precision.int8=32",
+                                            "platform.cost.handover_us=90"])
+    assert d["cost"]["dla"]["channel_atom_by_precision"] == {"int8": 32} and d["cost"]["handover_us"] == 90
+    with pytest.raises(DseError, match="channel_atom_by_precision"):
+        platform_profile("xavier-agx-sim", ["cost.dla.channel_atom_by_precision.int8=32"])
 
 
 def test_tied_paths_move_by_one_multiplier_and_each_keeps_its_own_value():

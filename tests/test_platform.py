@@ -76,6 +76,10 @@ def test_loads_from_dictconfig():
     (lambda d: d["cost"]["dla"].__setitem__("buffer_kb", -1), r"cost.dla.buffer_kb must be in \[0, inf\), got -1"),
     (lambda d: d["cost"]["dla"].__setitem__("bufer_kb", 512), "key of platform xavier-agx-sim cost.dla 'bufer_kb'.*buffer_kb"),
     (lambda d: d["cost"].__setitem__("gpu", 3), "cost.gpu must be a mapping"),
+    (lambda d: d["cost"]["gpu"].__setitem__("channel_atom_by_precision", {"fp61": 256}),
+     "precision in platform xavier-agx-sim cost.gpu.channel_atom_by_precision 'fp61'.*fp16"),
+    (lambda d: d["cost"]["gpu"].__setitem__("channel_atom_by_precision", {"fp16": -8}),
+     r"channel_atom_by_precision.fp16 must be in \[0, inf\), got -8"),
 ])
 def test_broken_profiles_are_refused(mutate, match):
     d = copy.deepcopy(raw())

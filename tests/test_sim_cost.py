@@ -150,3 +150,26 @@ def test_weights_that_overflow_half_the_buffer_are_streamed_per_input_slice_and_
         assert small.per_layer("gpu", prec, 1).t.tolist() == off.per_layer("gpu", prec, 1).t.tolist()
     extra = {p: small.per_layer("dla", p, 1).cum_t[-1] - off.per_layer("dla", p, 1).cum_t[-1] for p in ("fp16", "int8")}
     assert extra["fp16"] > extra["int8"] > 0                # twice the bytes, more slices: FP16 pays more
+
+
+def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, y4t):
+    """``channel_atom_by_precision`` (FP16 kernels tiling 256 output channels): an FP16 convolution narrower than
+    the tile loses efficiency, as wide as it keeps its time; INT8 and the DLA keep the PE's own atom."""
+    import dataclasses
+
+    def with_atoms(atoms):
+        gpu = dataclasses.replace(xavier.cost.gpu, channel_atom_by_precision=atoms)
+        return CostModel(dataclasses.replace(xavier, cost=dataclasses.replace(xavier.cost, gpu=gpu)),
+                         layer_table(frame_of(y4t)))
+
+    base, wide_tiles = with_atoms({}), with_atoms({"fp16": 256})
+    assert xavier.cost.gpu.channel_atom == 64
+    t = base.table
+    conv = np.array([k.startswith("conv") for k in t.kind]) & ~t.fused
+    a, b = base.per_layer("gpu", "fp16", 1).t, wide_tiles.per_layer("gpu", "fp16", 1).t
+    narrow, wide = conv & (t.out_channels < 256), conv & (t.out_channels >= 256)
+    assert narrow.any() and wide.any()
+    assert np.all(b[wide] == a[wide]) and np.all(b[~conv] == a[~conv])
+    assert np.all(b[narrow] >= a[narrow]) and np.any(b[narrow] > a[narrow] * 1.1)
+    for pe, prec in (("gpu", "int8"), ("dla", "fp16")):
+        assert wide_tiles.per_layer(pe, prec, 1).t.tolist() == base.per_layer(pe, prec, 1).t.tolist()

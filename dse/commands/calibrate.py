@@ -50,9 +50,9 @@ def run(args) -> int:
     from dse.errors import DseError
 
     cache = Path(args.cache) if args.cache else CACHE
-    sets = [s.strip().removeprefix("platform.") for s in args.set]
+    sets = [s.strip() for s in args.set]
     profile = platform_profile(args.platform, sets)
-    overrides = [f"platform.{s}" for s in sets]      # the same changes for the searches of --decisions
+    overrides = [platform_override(s) for s in sets]      # the same changes for the searches of --decisions
     anchors_of = anchor_set(args.platform, profile)
     if args.decisions and not anchors_of.decisions:
         raise DseError(f"--decisions: the Table 3.5 option choices are Xavier AGX figures; platform "
@@ -129,6 +129,14 @@ def _fit_progress(budget: int):
     return report
 
 
+def platform_override(change: str) -> str:
+    """``PATH=VALUE`` (or ``platform.PATH=VALUE``) as a Hydra override of the platform; a leading ``+`` adds a key the
+    profile does not have yet (``+cost.gpu.channel_atom_by_precision.fp16=256``)."""
+    change = change.strip()
+    add = "+" if change.startswith("+") else ""
+    return f"{add}platform.{change.removeprefix(add).removeprefix('platform.')}"
+
+
 def platform_profile(name: str, sets: list[str]) -> dict:
     """The composed profile as a plain dict, with ``PATH=VALUE`` changes applied through Hydra (so a typo in a
     path or a value of the wrong type is refused with the config system's own error)."""
@@ -142,7 +150,7 @@ def platform_profile(name: str, sets: list[str]) -> dict:
     bad = [s for s in sets if "=" not in s or not s.split("=", 1)[0].strip()]
     if bad:
         raise DseError(f"--set {bad[0]!r}: expected PATH=VALUE, e.g. cost.gpu.peak_gmacs.fp16=5400")
-    cfg = compose_config([f"platform={name}", *(f"platform.{s.strip()}" for s in sets)])
+    cfg = compose_config([f"platform={name}", *(platform_override(s) for s in sets)])
     return OmegaConf.to_container(cfg.platform, resolve=True)
 
 

@@ -125,8 +125,9 @@ class CostModel:
         batch_eff = 1.0 + c.batch_gain * math.log2(max(b, 1))
         eff = np.array([c.efficiency.get(k, c.efficiency.get("conv", 0.4)) if k.startswith("conv") or k == "gemm"
                         else 1.0 for k in t.kind])
-        if c.channel_atom > 0:  # narrow outputs (DenseNet growth 32) fill a compute tile only partly
-            narrow = np.clip(np.where(t.out_channels > 0, t.out_channels, c.channel_atom) / c.channel_atom, 0.05, 1.0)
+        atom = c.channel_atom_by_precision.get(precision, c.channel_atom)
+        if atom > 0:  # narrow outputs (DenseNet growth 32) fill a compute tile only partly
+            narrow = np.clip(np.where(t.out_channels > 0, t.out_channels, atom) / atom, 0.05, 1.0)
             eff = np.where(eff < 1.0, eff * narrow ** c.channel_exponent, eff)
         compute = np.where(eff < 1.0 + 1e-12, t.macs * b * s / (peak * 1e3 * eff * batch_eff), 0.0)
         if c.saturation_elems > 0:
