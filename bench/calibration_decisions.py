@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="xavier-agx-sim")
     ap.add_argument("--networks", nargs="*", default=None)
-    ap.add_argument("--precisions", nargs="*", default=None, choices=("fp16", "int8"))
+    ap.add_argument("--precisions", nargs="*", default=None, choices=sorted({p for _, p in TABLE_3_5}))
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("--overrides", nargs="*", default=[], metavar="OVERRIDE",
                     help="Hydra overrides of every search, e.g. the platform.PATH=VALUE list of `dse calibrate --fit`")
