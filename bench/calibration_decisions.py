@@ -9,8 +9,9 @@ and within 3 % where it differs.
 
 Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--precisions ...]
 [--overrides ...]``
-(10-40 min here); writes bench/results/calibration_decisions.json and prints the Markdown table. Parts run apart
-(``--networks ... --output part.json``, one process each) are joined with ``--merge part1.json part2.json ...``.
+(~40 min per precision here: run the two precisions as parts); writes bench/results/calibration_decisions.json
+and prints the Markdown table. Parts run apart (``--networks ... --output part.json``, one process each) are
+joined with ``--merge part1.json part2.json ...``.
 """
 from __future__ import annotations
 

@@ -80,6 +80,32 @@ def test_polish_finds_every_parameters_best_past_a_dip_and_keeps_buffers_above_t
     assert low.buffers == 8 and max(low.pre_threads, low.post_threads, *low.streams) <= 8
 
 
+def test_polish_with_the_space_moves_each_cut_and_follows_a_ridge_single_moves_cannot_climb():
+    from dse.backends.sim.decisions import polish
+    from dse.configuration import Configuration
+    from dse.search.space import SearchSpace
+
+    # layer 12 cannot be cut; the best tuple is (20, 30), along a ridge c2 - c1 = 10 that a move of one cut leaves
+    space = SearchSpace(n_layers=40, feasible_cuts=list(range(39)),
+                        check_cuts=lambda cuts: "layer 12" if 12 in cuts else None,
+                        stage_pe_types={"PND-B": ["GPU", "DLA", "GPU"]})
+
+    def fps(c: Configuration) -> float:
+        c1, c2 = c.cuts
+        return 100.0 - 2.0 * abs(c2 - c1 - 10) - 0.5 * abs(c1 - 20) - abs(c.pre_threads - 3)
+
+    start = Configuration(benchmark="n", platform="p", option="PND-B", cuts=(5, 15), streams=(1, 1, 1), buffers=4,
+                          pre_threads=1, post_threads=1)
+    caps = {"pre": 4, "post": 1, "buffers": 4, "s0": 1, "s1": 1, "s2": 1}
+    assert polish(fps, start, caps).cuts == (5, 15)          # without the space, the cuts stay
+    best = polish(fps, start, caps, space)
+    assert (best.cuts, best.pre_threads) == ((20, 30), 3)
+    # one cut alone: every feasible position between its neighbours, the infeasible one skipped
+    single = Configuration(benchmark="n", platform="p", option="A", cuts=(30,), streams=(1, 1), buffers=4,
+                           pre_threads=3, post_threads=1)
+    assert polish(lambda c: 50 - abs(c.cuts[0] - 12) - 0.1 * c.cuts[0], single, caps, space).cuts == (11,)
+
+
 def test_bench_parts_merge_in_table_order_and_refuse_mixed_overrides(tmp_path):
     import json
 
