@@ -2,8 +2,8 @@
 
 A user trusts a virtual board for its choices, so they are anchors of their own (``ranking_anchors``). The
 board's choice is the option of the best configuration found: every option gets the workflow's search (global +
-local exploration) and the fine-tuner, then ``polish`` (every value of every parameter on the noise-free board,
-until none gains), and each polished configuration is re-measured ``repeats`` times with fresh noise; the best
+local exploration) and the fine-tuner, then ``polish`` (every value of every parameter and every position of
+each cut on the noise-free board, until none gains), and each polished configuration is re-measured ``repeats`` times with fresh noise; the best
 mean wins. The fine-tuner alone is no measure of an option: it gives back up to ``search.degradation`` for fewer
 resources and stops raising a parameter at the first value that measures no better (Yolov2-tiny INT8, E: 11
 buffers 861 FPS noise-free, 14 buffers 915). The search's own pick (``run_search``, which ranks the options
