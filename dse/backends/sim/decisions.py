@@ -3,12 +3,12 @@
 A user trusts a virtual board for its choices, so they are anchors of their own (``ranking_anchors``). The
 board's choice is the option of the best configuration found: every option gets the workflow's search (global +
 local exploration) and the fine-tuner, then ``polish`` (every value of every parameter and every position of
-each cut on the noise-free board, until none gains), and each polished configuration is re-measured ``repeats`` times with fresh noise; the best
-mean wins. The fine-tuner alone is no measure of an option: it gives back up to ``search.degradation`` for fewer
-resources and stops raising a parameter at the first value that measures no better (Yolov2-tiny INT8, E: 11
-buffers 861 FPS noise-free, 14 buffers 915). The search's own pick (``run_search``, which ranks the options
-before fine-tuning and tunes only the winner) is kept next to it: where the two differ, the search's early
-ranking decided, not the board model.
+each cut on the noise-free board, until none gains), and each polished configuration is re-measured ``repeats``
+times with fresh noise; the best mean wins. The fine-tuner alone is no measure of an option: it gives back up to
+``search.degradation`` for fewer resources and stops raising a parameter at the first value that measures no
+better (Yolov2-tiny INT8, E: 11 buffers 861 FPS noise-free, 14 buffers 915). The search's own pick
+(``run_search``, which ranks the options before fine-tuning and tunes only the winner) is kept next to it: where
+the two differ, the search's early ranking decided, not the board model.
 """
 from __future__ import annotations
 
@@ -141,43 +141,41 @@ def _climb(measured: Callable[[Configuration], float], config: Configuration, ca
     best = buffers_along(config)
     best_fps = measured(best)
     improved = True
+
+    def keep_if_better(trial: Configuration) -> None:
+        nonlocal best, best_fps, improved
+        trial_fps = measured(trial)
+        if trial_fps > best_fps * 1.001:
+            best, best_fps, improved = trial, trial_fps, True
+
     while improved:
         improved = False
-        for move in range(_cut_move_kinds(best.cuts) if space is not None else 0):
+        for move in range(len(best.cuts) + 1 if space is not None else 0):
             for cuts in _cut_moves(space, best.cuts, move):
-                trial = best.with_(cuts=cuts)
-                trial_fps = measured(trial)
-                if trial_fps > best_fps * 1.001:
-                    best, best_fps, improved = trial, trial_fps, True
+                keep_if_better(best.with_(cuts=cuts))
         for name, cap in caps.items():
             for value in range(1, cap + 1):
                 if name == "buffers" and value < others_max(best):
                     continue
                 trial = buffers_along(set_param(best, name, value), caps["buffers"])
-                if trial is None or trial == best:
-                    continue
-                trial_fps = measured(trial)
-                if trial_fps > best_fps * 1.001:
-                    best, best_fps, improved = trial, trial_fps, True
+                if trial is not None and trial != best:
+                    keep_if_better(trial)
     return best
 
 
-def _cut_move_kinds(cuts: tuple[int, ...]) -> int:
-    """Each cut alone, and all of them shifted together where there are two or more."""
-    return len(cuts) + (len(cuts) > 1)
-
-
 def _cut_moves(space: SearchSpace, cuts: tuple[int, ...], move: int) -> list[tuple[int, ...]]:
-    """Feasible cut tuples one move of kind ``move`` from ``cuts``: cut ``move`` to every feasible position
-    between its neighbours, or (``move == len(cuts)``) every cut shifted by the same number of layers, which
+    """Feasible cut tuples one move from ``cuts``: cut ``move`` to every feasible position between its
+    neighbours, or (``move == len(cuts)``, two or more cuts) every cut shifted by the same number of layers, which
     follows a ridge along which a stage keeps its share of the layers and that single moves cannot climb."""
     if move < len(cuts):
         low = cuts[move - 1] if move else -1
         high = cuts[move + 1] if move + 1 < len(cuts) else space.n_layers
         moves = [(*cuts[:move], c, *cuts[move + 1:]) for c in space.feasible_cuts if low < c < high
                  and c != cuts[move]]
-    else:
+    elif len(cuts) > 1:
         moves = [tuple(c + d for c in cuts) for d in range(-cuts[0], space.n_layers - cuts[-1]) if d]
+    else:
+        moves = []
     return [m for m in moves if space.feasibility(m) is None]
 
 
