@@ -44,7 +44,7 @@ REPEAT_ANSWER = 1000     # repeat indices of the answers' re-measurements (fresh
 REPEAT_CURVE = 2000
 
 
-def _costs(asked, backend, settings, reruns=()) -> dict:
+def search_costs(asked, backend, settings, reruns=()) -> dict:
     """Unique tuples, distinct engines per PE type and estimated board hours of what a method asked for
     (``reruns``: its fresh re-runs of configurations it had measured, a board run each and no build)."""
     from dse.report.compare import method_cost
@@ -115,8 +115,8 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         for method, (probe, answer, extra) in runs.items():
             asked = [m for _, m in probe.asked]
             fps = remeasure(ev, answer.config, repeats, REPEAT_ANSWER, strategy="bench")
-            rows[method] = {**_costs(asked, backend, backend.settings, probe.reruns), **extra, "answer_fps": answer.fps,
-                            "remeasured": fps, "mean": round(statistics.mean(fps), 3),
+            rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
+                            "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
         # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
         # its configuration is re-measured here like the answers (same repeats, the run's own noise)

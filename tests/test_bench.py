@@ -120,3 +120,16 @@ def test_taskset_003_tiny(tmp_path):
     tc = res["physical"]["scenarios"]["gpu-tc"]
     assert tc["ordered"] and {t["threshold"] for t in tc["text_ratios"]} == {1.5, 1.6}
     assert all(c["paper"] is None or c["paper"] > 0 for c in tc["counts"]) and "machine" in res
+
+
+def test_guided_gap_tiny(tmp_path):
+    """The guided answer, its parameters polished, its cuts too: each level at least the one before (the polish
+    only keeps gains), none above the best known FPS, which is the row's quality 1."""
+    from bench import guided_gap
+
+    out = tmp_path / "gap.json"
+    assert guided_gap.main(["--networks", "tiny-detector", "--precisions", "int8", "--output", str(out)]) == 0
+    (row,) = _read(out)["rows"]
+    q = [row["levels"][k]["quality"] for k in guided_gap.LEVELS]
+    assert 0 < q[0] <= q[1] <= q[2] <= 1.0
+    assert row["best_known"] > 0 and row["tuples"] > 0 and row["best_source"]

@@ -1,0 +1,145 @@
+"""Where the guided search's answer loses to the board's best: its cuts or its parameters (issue 14).
+
+``bench.guided_quality`` compares answers with references that went through the same fine-tuner (the exhaustive
+reference is "every tuple, best fine-tuned") or with the best of the compared methods, all re-measured with
+noise. This bench asks the virtual board itself, noise-free (``platform.noise.sigma=0``: a configuration's
+FPS there is what infinitely many re-runs would average to): for each guided answer, its true FPS; the same
+answer with its parameters polished (``dse.backends.sim.decisions.polish``: every value of every parameter,
+until none gains); and with its cuts polished too. The best known true FPS of a row is the highest of those,
+of every option the decisions bench polished (``bench/results/calibration_decisions.json``) and of the
+exhaustive reference (``bench.reference``), each measured noise-free here. Quality = true FPS / best known: the
+part the parameters explain is lost by the fine-tuner and the final pick among re-run starts and tuned
+configurations, the rest by the exploration.
+
+Run: ``python -m bench.guided_gap [--networks ...] [--precisions ...] [--noise-seeds S ...] [--answer-only]
+[OVERRIDES ...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_gap[-<tag>].json (or
+``--output``) after every row and prints a summary. About 10 s per search and 10-60 s per polish on the 2-core VM
+(DenseNet-Yolo's cut polish several minutes).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench.machine import write_result
+from bench.search_quality import NETWORKS, PLATFORM, describe
+from dse.workflow.phases import search_setup
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DECISIONS = RESULTS / "calibration_decisions.json"
+LEVELS = ("answer", "parameters", "cuts")      # the answer; its parameters polished; its cuts and parameters
+
+
+def known_best(network: str, precision: str, platform: str, overrides: list[str], measure) -> tuple[float, str]:
+    """The best true FPS known without this run (the decisions bench's polished options, the exhaustive
+    reference; each only where it ran on the same board: platform and non-noise overrides) and where it comes
+    from; (0, '') when neither has the row."""
+    from bench.reference import load_reference
+    from dse.configuration import Configuration
+
+    found: list[tuple[float, str]] = []
+    decisions = json.loads(DECISIONS.read_text()) if DECISIONS.is_file() else {}
+    if decisions.get("platform") == platform and list(decisions.get("overrides") or []) == overrides:
+        for row in decisions["rows"]:
+            if (row["network"], row["precision"]) == (network, precision):
+                found += [(measure(Configuration.from_dict(c)), f"decisions {o}") for o, c in row["configs"].items()]
+    ref = load_reference(network, precision, platform, overrides=overrides, verbose=False)
+    if ref is not None:
+        found.append((measure(Configuration.from_dict(ref["reference"]["config"])), "exhaustive reference"))
+    return max(found, default=(0.0, ""))
+
+
+def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (),
+        noise_seed: int | None = None, levels: tuple[str, ...] = LEVELS) -> dict:
+    from bench.guided_quality import search_costs
+    from dse.backends.sim.decisions import polish
+    from dse.evaluate import Evaluator
+    from dse.search import run_search
+    from dse.search.finetune import parameter_caps
+    from dse.search.probe import score
+    from dse.search.recorder import RecordingProbe
+
+    with tempfile.TemporaryDirectory(prefix="bench-gap-") as tmp:
+        cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
+        if noise_seed is not None:
+            backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
+        board = [o for o in overrides if not o.startswith("platform.noise.")]   # noise moves no true FPS
+        quiet = search_setup(network, precision, Path(tmp) / "quiet", platform, (*board, "platform.noise.sigma=0"))[2]
+        seen: dict[str, float] = {}
+
+        def true_fps(c) -> float:
+            if c.hash not in seen:
+                seen[c.hash] = score(quiet.measure(c))
+            return seen[c.hash]
+
+        probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
+        r = run_search(space, probe, base, settings.with_(strategy="guided"))
+        costs = search_costs([m for _, m in probe.asked], backend, backend.settings, probe.reruns)
+        answer = r.finetune.config
+        caps = parameter_caps(space, answer.option, settings)
+        configs = {"answer": answer}
+        if "parameters" in levels:
+            configs["parameters"] = polish(true_fps, answer, caps)
+        if "cuts" in levels:
+            configs["cuts"] = polish(true_fps, answer, caps, space)
+        fps = {k: true_fps(c) for k, c in configs.items()}
+        best, source = known_best(network, precision, platform, board, true_fps)
+        if max(fps.values()) > best:
+            best, source = max(fps.values()), "this answer polished"
+    return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
+            "noise_seed": noise_seed, "tuples": r.unique_tuples, "noise": round(r.guided.noise, 4),
+            "measured": costs["measured"], "board_hours": costs["board_hours"],
+            "best_known": round(best, 2), "best_source": source,
+            "levels": {k: {"config": describe(c), "streams": list(c.streams), "buffers": c.buffers,
+                           "pre": c.pre_threads, "post": c.post_threads, "fps": round(fps[k], 2),
+                           "quality": round(fps[k] / best, 4)} for k, c in configs.items()}}
+
+
+def summary(rows: list[dict]) -> str:
+    lines = ["| level | quality >= 0.99 | >= 0.98 | median | worst |", "|---|---|---|---|---|"]
+    for level in (k for k in LEVELS if all(k in r["levels"] for r in rows)):
+        q = [r["levels"][level]["quality"] for r in rows]
+        lines.append(f"| {level} | {sum(x >= 0.99 for x in q)} / {len(q)} | {sum(x >= 0.98 for x in q)} / {len(q)} "
+                     f"| {statistics.median(q):.3f} | {min(q):.3f} |")
+    hours = [r["board_hours"] for r in rows]
+    return "\n".join(lines) + (f"\nsearch: median {statistics.median(r['tuples'] for r in rows)} tuples, "
+                               f"{statistics.median(hours):.2f} board hours (sum {sum(hours):.1f})")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    ap.add_argument("--precisions", nargs="+", default=["fp16", "int8"])
+    ap.add_argument("--platform", default=PLATFORM)
+    ap.add_argument("--noise-seeds", nargs="+", type=int, default=None, help="one search per noise realization")
+    ap.add_argument("--answer-only", action="store_true",
+                    help="the answer's quality only: no polish, so the best known is the decisions bench's and the "
+                         "exhaustive reference's (or the answer itself where it runs faster)")
+    ap.add_argument("--tag", default="", help="suffix of the result file")
+    ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. platform.noise.sigma=0.03")
+    args = ap.parse_args(argv)
+    out = args.output or RESULTS / f"guided_gap{'-' + args.tag if args.tag else ''}.json"
+    rows = []
+    for network, precision, seed in itertools.product(args.networks, args.precisions, args.noise_seeds or [None]):
+        row = one(network, precision, platform=args.platform, overrides=tuple(args.overrides), noise_seed=seed,
+                  levels=LEVELS[:1] if args.answer_only else LEVELS)
+        rows.append(row)
+        lv = row["levels"]
+        print(f"{network:14s} {precision} seed {seed}: answer {lv['answer']['config']} "
+              + ", ".join(f"{k} {lv[k]['quality']:.3f}" for k in lv)
+              + f" of {row['best_known']} ({row['best_source']})", flush=True)
+        write_result(out, {"benchmark": "guided_gap", "params": {"platform": args.platform,
+                           "overrides": args.overrides, "noise_seeds": args.noise_seeds,
+                           "answer_only": args.answer_only}, "rows": rows})
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
