@@ -112,6 +112,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     gpu_last = 0.0
     gpu_version = 0
     cpu_active = 0
+    cpu_jobs: dict[int, list] = {}
+    cpu_last = 0.0
+    cpu_version = 0
+    cpu_id = 0
     start_t = [0.0] * n_total
     done_t = [0.0] * n_total
     done = 0
@@ -126,18 +130,38 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         seq += 1
         heapq.heappush(heap, (t, seq, kind, payload))
 
-    def cpu_start(kind, f):
-        nonlocal cpu_active
-        cpu_active += 1
-        n = cpu_active
+    def cpu_slow(n):
         busy = n + polling
-        slow = (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
+        return (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
+
+    def cpu_advance():
+        """Processor sharing: every running pre/post job progresses at the rate the jobs running now allow."""
+        nonlocal cpu_last
+        if cpu_jobs and now > cpu_last:
+            d = (now - cpu_last) / cpu_slow(len(cpu_jobs))
+            for j in cpu_jobs.values():
+                j[0] -= d
+        cpu_last = now
+
+    def cpu_reschedule():
+        nonlocal cpu_version
+        cpu_version += 1
+        if cpu_jobs:
+            rem = min(j[0] for j in cpu_jobs.values())
+            push(now + max(rem, 0.0) * cpu_slow(len(cpu_jobs)), 4, cpu_version)
+
+    def cpu_start(kind, f):
+        nonlocal cpu_active, cpu_id
+        cpu_advance()
+        cpu_active += 1
         if kind == 0:
-            dur = inp.pre_us * jit[f][0] * slow
+            work = inp.pre_us * jit[f][0]
             start_t[f] = now
         else:
-            dur = inp.post_us * jit[f][1] * slow
-        push(now + dur, 0, (kind, f, now))
+            work = inp.post_us * jit[f][1]
+        cpu_id += 1
+        cpu_jobs[cpu_id] = [work, (kind, f, now)]
+        cpu_reschedule()
 
     def try_pre():
         nonlocal idle_pre, next_frame
@@ -252,10 +276,43 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         job[3] += 1
         run_phase(job)
 
+    def cpu_done(ck, f, t0) -> bool:
+        """A pre/post job ended: hand its frame on; True once every frame is done."""
+        nonlocal idle_pre, idle_post, pre_service, pre_count, post_service, post_count, done, snap
+        if ck == 0:
+            idle_pre += 1
+            if f >= inp.warmup:
+                pre_service += now - t0
+                pre_count += 1
+            if trace is not None:
+                trace.append(("CPU pre", f, t0, now, "pre"))
+            stage_q[0].append(f)
+            dispatch(0)
+            try_pre()
+        else:
+            idle_post += 1
+            slots[n_st if per_iface else 0] += 1
+            if per_iface:
+                dispatch(n_st - 1)
+            if f >= inp.warmup:
+                post_service += now - t0
+                post_count += 1
+            if trace is not None:
+                trace.append(("CPU post", f, t0, now, "post"))
+            done_t[f] = now
+            done += 1
+            if done == inp.warmup:
+                snap = (now, gpu_busy_i, gpu_load_i, cpu_i, list(dla_i))
+            if done == n_total:
+                return True
+            try_post()
+            try_pre()
+        return False
+
     try_pre()
     while heap:
         t, _, kind, payload = heapq.heappop(heap)
-        if kind == 2 and payload != gpu_version:
+        if (kind == 2 and payload != gpu_version) or (kind == 4 and payload != cpu_version):
             continue
         # integrate utilization up to t
         dt = t - last_t
@@ -269,37 +326,17 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                     dla_i[c] += dt
             last_t = t
         now = t
-        if kind == 0:
-            ck, f, t0 = payload
-            cpu_active -= 1
-            if ck == 0:
-                idle_pre += 1
-                if f >= inp.warmup:
-                    pre_service += now - t0
-                    pre_count += 1
-                if trace is not None:
-                    trace.append(("CPU pre", f, t0, now, "pre"))
-                stage_q[0].append(f)
-                dispatch(0)
-                try_pre()
-            else:
-                idle_post += 1
-                slots[n_st if per_iface else 0] += 1
-                if per_iface:
-                    dispatch(n_st - 1)
-                if f >= inp.warmup:
-                    post_service += now - t0
-                    post_count += 1
-                if trace is not None:
-                    trace.append(("CPU post", f, t0, now, "post"))
-                done_t[f] = now
-                done += 1
-                if done == inp.warmup:
-                    snap = (now, gpu_busy_i, gpu_load_i, cpu_i, list(dla_i))
-                if done == n_total:
+        if kind == 4:
+            cpu_advance()
+            finished = [jid for jid, j in cpu_jobs.items() if j[0] <= 1e-6]
+            ended = [cpu_jobs.pop(jid)[1] for jid in finished]
+            cpu_active -= len(ended)
+            cpu_reschedule()
+            for ck, f, t0 in ended:
+                if cpu_done(ck, f, t0):
                     break
-                try_post()
-                try_pre()
+            if done == n_total:
+                break
         elif kind == 3:
             phase_done(payload)
         elif kind == 1:
