@@ -5,9 +5,10 @@
   number of buffers between stages"): every interface (pre -> stage 1, stage k -> stage k+1, last stage -> post)
   has that many slots; a producer takes a slot of its output interface when it starts and the consumer frees it
   when it finishes, so only adjacent steps bound each other.
-- pre/post threads are CPU tasks; a task's duration is fixed when it starts, slowed by the number of busy
-  CPU threads (shared DRAM, and time-slicing beyond the core count, where each stage's polling host thread counts
-  as ``stage_thread_cpu`` of a core).
+- pre/post threads are CPU tasks shared by processor sharing: every running task progresses at the rate the tasks
+  running *now* allow, slowed by their number (shared DRAM, and time-slicing beyond the core count, where each
+  stage's polling host thread counts as ``stage_thread_cpu`` of a core). A rate fixed at a task's start would let
+  tasks that started while few ran keep their speed later, and the host work beyond its cores.
 - every stage has S streams (execution contexts); a stream takes the next frame from the stage's FIFO and
   runs the stage's phases in order. GPU phases share the GPU by processor sharing with occupancies: a job
   with occupancy o runs at rate min(1, 1/sum(o)); small kernels overlap, big ones saturate it. DLA phases
@@ -112,9 +113,12 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     gpu_last = 0.0
     gpu_version = 0
     cpu_active = 0
-    cpu_jobs: dict[int, list] = {}
+    # processor sharing in virtual time: every running job has done cpu_v of work since the origin, so a job's
+    # finish tag (cpu_v at its start + its work) never changes and the next to end is the heap's smallest tag
+    cpu_heap: list = []
+    cpu_v = 0.0
     cpu_last = 0.0
-    cpu_version = 0
+    cpu_next = None
     cpu_id = 0
     start_t = [0.0] * n_total
     done_t = [0.0] * n_total
@@ -134,21 +138,22 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         busy = n + polling
         return (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
 
+    slow_of = [cpu_slow(n) if n else 1.0 for n in range(inp.pre_threads + inp.post_threads + 1)]
+
     def cpu_advance():
         """Processor sharing: every running pre/post job progresses at the rate the jobs running now allow."""
-        nonlocal cpu_last
-        if cpu_jobs and now > cpu_last:
-            d = (now - cpu_last) / cpu_slow(len(cpu_jobs))
-            for j in cpu_jobs.values():
-                j[0] -= d
+        nonlocal cpu_last, cpu_v
+        if cpu_heap and now > cpu_last:
+            cpu_v += (now - cpu_last) / slow_of[len(cpu_heap)]
         cpu_last = now
 
     def cpu_reschedule():
-        nonlocal cpu_version
-        cpu_version += 1
-        if cpu_jobs:
-            rem = min(j[0] for j in cpu_jobs.values())
-            push(now + max(rem, 0.0) * cpu_slow(len(cpu_jobs)), 4, cpu_version)
+        """The next pre/post end as (time, seq), kept beside the event heap: ordered as if pushed, never stale."""
+        nonlocal cpu_next, seq
+        cpu_next = None
+        if cpu_heap:
+            seq += 1
+            cpu_next = (now + max(cpu_heap[0][0] - cpu_v, 0.0) * slow_of[len(cpu_heap)], seq)
 
     def cpu_start(kind, f):
         nonlocal cpu_active, cpu_id
@@ -160,7 +165,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         else:
             work = inp.post_us * jit[f][1]
         cpu_id += 1
-        cpu_jobs[cpu_id] = [work, (kind, f, now)]
+        heapq.heappush(cpu_heap, (cpu_v + work, cpu_id, (kind, f, now)))
         cpu_reschedule()
 
     def try_pre():
@@ -310,10 +315,14 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         return False
 
     try_pre()
-    while heap:
-        t, _, kind, payload = heapq.heappop(heap)
-        if (kind == 2 and payload != gpu_version) or (kind == 4 and payload != cpu_version):
-            continue
+    while heap or cpu_next:
+        if cpu_next is not None and (not heap or cpu_next[0] < heap[0][0]
+                                     or (cpu_next[0] == heap[0][0] and cpu_next[1] < heap[0][1])):
+            t, kind = cpu_next[0], 4
+        else:
+            t, _, kind, payload = heapq.heappop(heap)
+            if kind == 2 and payload != gpu_version:
+                continue
         # integrate utilization up to t
         dt = t - last_t
         if dt > 0:
@@ -328,8 +337,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         now = t
         if kind == 4:
             cpu_advance()
-            finished = [jid for jid, j in cpu_jobs.items() if j[0] <= 1e-6]
-            ended = [cpu_jobs.pop(jid)[1] for jid in finished]
+            ended = []
+            while cpu_heap and cpu_heap[0][0] - cpu_v <= 1e-6:
+                ended.append(heapq.heappop(cpu_heap)[1:])
+            ended = [payload for _, payload in sorted(ended)]      # jobs ending together hand on in start order
             cpu_active -= len(ended)
             cpu_reschedule()
             for ck, f, t0 in ended:
