@@ -278,7 +278,7 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
 def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
     """With every CPU core busy the host threads only contend: the guided answer is re-run with one
     pre-processing thread fewer and replaced where that does at least as well on the same fresh re-runs
-    (yolov3-tiny FP16, noise-free, one post thread: PND-A (17) at 8 pre threads 820.7 FPS, at 7 833.3); an answer
+    (yolov3-tiny FP16, noise-free, two post threads: PND-A (17) at 10 pre threads 816.3 FPS, at 9 832.1); an answer
     with CPU time to spare is left as it is, unmeasured."""
     from dse.search.finetune import FinetuneResult
     from dse.search.pipeline import _one_thread_fewer
@@ -299,11 +299,11 @@ def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
             {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": True,
              "mean": sum(reruns) / 2, "reruns": reruns}])
 
-    busy = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=8, post_threads=1)
+    busy = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=10, post_threads=2)
     answer = confirmed(busy)
     assert answer.measurement.cpu_util >= 0.9
     relieved = _one_thread_fewer(probe, answer, 2)
-    assert relieved.config == busy.with_(pre_threads=7) and relieved.fps > answer.fps
+    assert relieved.config == busy.with_(pre_threads=9) and relieved.fps > answer.fps
     assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]
     spare = busy.with_(pre_threads=4)
     answer = confirmed(spare)

@@ -166,7 +166,8 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int) -> Finet
     """``_confirm``'s answer, or the same with one pre-processing thread fewer where that answer ran the CPU fully
     busy and the fewer threads do at least as well on the same fresh re-runs: with every core busy the threads
     only contend, and the fine-tuner lowers threads last, after the streams, where a lost stream already hides the
-    gain (yolov3-tiny FP16 on the Xavier, noise-free: PND-A (17) with 8 pre threads 775.6 FPS, with 7 791.2)."""
+    gain (yolov3-tiny FP16 on the Xavier, noise-free, 2 post threads: PND-A (17) with 10 pre threads 816.3 FPS, with 9
+    832.1)."""
     m, c = best.measurement, best.config
     if not m.ok or m.cpu_util < CPU_BUSY or c.pre_threads <= 1:
         return best
