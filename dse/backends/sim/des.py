@@ -112,7 +112,6 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     gpu_rate = 1.0
     gpu_last = 0.0
     gpu_version = 0
-    cpu_active = 0
     # processor sharing in virtual time: every running job has done cpu_v of work since the origin, so a job's
     # finish tag (cpu_v at its start + its work) never changes and the next to end is the heap's smallest tag
     cpu_heap: list = []
@@ -156,9 +155,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             cpu_next = (now + max(cpu_heap[0][0] - cpu_v, 0.0) * slow_of[len(cpu_heap)], seq)
 
     def cpu_start(kind, f):
-        nonlocal cpu_active, cpu_id
+        nonlocal cpu_id
         cpu_advance()
-        cpu_active += 1
         if kind == 0:
             work = inp.pre_us * jit[f][0]
             start_t[f] = now
@@ -329,7 +327,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             if gpu_jobs:
                 gpu_busy_i += dt
                 gpu_load_i += dt * (gpu_occ if gpu_occ < 1.0 else 1.0)
-            cpu_i += dt * (cpu_active if cpu_active < cores else cores)
+            cpu_i += dt * min(len(cpu_heap), cores)
             for c in range(inp.n_dla):
                 if dla_busy[c]:
                     dla_i[c] += dt
@@ -341,7 +339,6 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             while cpu_heap and cpu_heap[0][0] - cpu_v <= 1e-6:
                 ended.append(heapq.heappop(cpu_heap)[1:])
             ended = [payload for _, payload in sorted(ended)]      # jobs ending together hand on in start order
-            cpu_active -= len(ended)
             cpu_reschedule()
             for ck, f, t0 in ended:
                 if cpu_done(ck, f, t0):
