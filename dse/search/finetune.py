@@ -29,7 +29,8 @@ class FinetuneResult:
     reference_fps: float             # best FPS after step 1: what step 2 may lose at most `degradation` of
     points: int                      # parameter points looked at besides the starting configuration
     trajectory: list[TracePoint] = field(default_factory=list)
-    # guided: each start and its tuned configuration on fresh re-runs, best mean first (the answer)
+    # guided: the answer, then every other start, tuned configuration and variant tried (best mean first), each
+    # with its fresh re-runs
     confirmed: list[dict] = field(default_factory=list)
 
     @property
