@@ -170,10 +170,11 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     fresh re-runs by more than the noise of their mean: the fine-tuner raises buffers one at a time and stops at
     the first raise that measures no better, and where their gain is spread thinly over many buffers no single
     raise shows it (Yolov4 INT8 PND-B (51,175) on the Xavier, noise-free: 13 buffers 223.2 FPS, 32 buffers 228.1,
-    no one-buffer step above 0.7 %). Buffers cost memory, not FPS, so a gain within the noise keeps the fewer. Only
-    where the accelerators bound the answer: the buffers absorb their stages' jitter, and an answer that runs the
-    CPU busy gains nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10, 883.3 with 32) but
-    may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that does gain."""
+    no one-buffer step above 0.7 %; on the virtual board the gain is the two GPU stages of PND-B overlapping their
+    kernels more often, not jitter absorbed: it stays with the per-task jitter off). Buffers cost memory, not FPS,
+    so a gain within the noise keeps the fewer. Only where the accelerators bound the answer: one that runs the CPU
+    busy gained nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10, 883.3 with 32) and may take
+    them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that does gain."""
     c, m = best.config, best.measurement
     if not m.ok or m.cpu_util >= CPU_BUSY or c.buffers >= cap:
         return best
