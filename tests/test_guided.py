@@ -78,16 +78,9 @@ def test_without_measurements_the_uncertainty_is_wide_and_measurements_narrow_it
 @pytest.fixture(scope="module", params=["tiny-detector", "yolov2-tiny"])
 def board(request):
     net = request.param
-    size = 64 if net.startswith("tiny") else 416
-    analysis = analyze(build_network(net, input_size=size))
-    raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["noise"] = {"sigma": 0.0, "task_sigma": 0.0}         # noise-free: the brute-force best is one tuple
-    platform = load_platform(raw)
-    backend = SimBackend(platform, analysis, MeasureSettings(input_size=size, seed=0))
-    space = SearchSpace.for_backend(analysis, backend)
-    base = Configuration(benchmark=net, platform=platform.name, precision="int8", input_size=size,
-                         model_digest=analysis.digest)
-    return backend, space, base
+    # noise-free: the brute-force best is one tuple
+    backend, base = _sim_board(net, input_size=64 if net.startswith("tiny") else 416)
+    return backend, SearchSpace.for_backend(backend.analysis, backend), base
 
 
 def test_candidates_are_every_feasible_tuple(board):
@@ -275,27 +268,32 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     assert not proposed.confirmed
 
 
+def _sim_board(network: str, sigma: float = 0.0, precision: str = "int8", input_size: int = 416):
+    """The virtual Xavier at run noise ``sigma`` (no task noise) for ``network``, and its base configuration."""
+    analysis = analyze(build_network(network, input_size=input_size))
+    raw = dict(load_platform("xavier-agx-sim").raw)
+    raw["noise"] = {"sigma": sigma, "task_sigma": 0.0}
+    platform = load_platform(raw)
+    backend = SimBackend(platform, analysis, MeasureSettings(precision=precision, input_size=input_size, seed=0))
+    base = Configuration(benchmark=network, platform=platform.name, precision=precision, input_size=input_size,
+                         model_digest=analysis.digest)
+    return backend, base
+
+
 def _quiet_probe(network: str, precision: str) -> tuple[Probe, Configuration]:
     """A probe on the noise-free virtual Xavier, and the network's base configuration."""
-    analysis = analyze(build_network(network))
-    raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["noise"] = {"sigma": 0.0, "task_sigma": 0.0}
-    platform = load_platform(raw)
-    backend = SimBackend(platform, analysis, MeasureSettings(precision=precision, input_size=416, seed=0))
-    base = Configuration(benchmark=network, platform=platform.name, precision=precision, input_size=416,
-                         model_digest=analysis.digest)
+    backend, base = _sim_board(network, precision=precision)
     return Probe(Evaluator(backend), "guided"), base
 
 
 def _confirmed(probe: Probe, config: Configuration):
     """``config`` as ``_confirm`` answers it: measured, with two fresh re-runs."""
     from dse.search.finetune import FinetuneResult
+    from dse.search.pipeline import _confirmed_entry
 
     m = probe.measure(config, "finetune")
-    reruns = probe.remeasure(config, "finetune", range(3, 5))
-    return FinetuneResult(config, m, m.fps, m.fps, 0, confirmed=[
-        {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": True,
-         "mean": sum(reruns) / 2, "reruns": reruns}])
+    return FinetuneResult(config, m, m.fps, m.fps, 0,
+                          confirmed=[_confirmed_entry(config, True, probe.remeasure(config, "finetune", range(3, 5)))])
 
 
 def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
@@ -324,7 +322,7 @@ def test_the_answer_takes_every_buffer_only_where_that_beats_the_noise():
     answer is re-run with all of them (Yolov4 INT8 PND-B (51,175), noise-free: 13 buffers 223.3 FPS, 32 buffers
     227.1). Where all of them gain less than the noise of the re-runs' mean (Yolov3-tiny FP16 PND-A (17) with
     CPU time to spare: about 568 FPS with either), the answer keeps its buffers; one already at the cap, or one
-    that runs the CPU busy (the host, not the accelerators' jitter, bounds it), is not re-measured."""
+    that runs the CPU busy (the host, not the accelerators, bounds it), is not re-measured."""
     from dse.search.pipeline import _more_buffers
 
     probe, base = _quiet_probe("yolov4", "int8")
@@ -410,21 +408,11 @@ def test_a_plateau_flatter_than_the_noise_counts_as_measured(board):
     assert picks and picks[0] == ("A", tuple(int(c) for c in cuts[1]))
 
 
-def _noisy_board(sigma: float):
-    analysis = analyze(build_network("tiny-detector", input_size=64))
-    raw = dict(load_platform("xavier-agx-sim").raw)
-    raw["noise"] = {"sigma": sigma, "task_sigma": 0.0}
-    backend = SimBackend(load_platform(raw), analysis, MeasureSettings(input_size=64, seed=0))
-    base = Configuration(benchmark="tiny-detector", platform="xavier-agx-sim", precision="int8", input_size=64,
-                         model_digest=analysis.digest)
-    return backend, base
-
-
 @pytest.mark.parametrize("sigma, lo, hi", [(0.0, 0.01, 0.01), (0.04, 0.02, 0.07)])
 def test_auto_noise_is_the_spread_of_fresh_reruns_of_the_best_earlier_configuration(sigma, lo, hi):
     from dse.search.guided import NOISE_RUNS, estimate_noise
 
-    backend, base = _noisy_board(sigma)
+    backend, base = _sim_board("tiny-detector", sigma, input_size=64)
     probe = Probe(Evaluator(backend), "guided")
     known = [probe.measure(base.with_(option="E", streams=(s,), buffers=4), "maximize") for s in (1, 2, 3)]
     noise, runs = estimate_noise(probe, known)
@@ -440,7 +428,7 @@ def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
     sample reaches the window, and is ranked on the same fresh re-runs."""
     from dse.search.guided import _finalists, _Pool
 
-    backend, base = _noisy_board(0.01)
+    backend, base = _sim_board("tiny-detector", 0.01, input_size=64)
     probe = Probe(Evaluator(backend), "guided")
     template = base.with_(option="E", streams=(1,), buffers=2, pre_threads=1, post_threads=1)
     pool = _Pool(template, np.zeros((1, 0), dtype=int))

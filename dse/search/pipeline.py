@@ -200,11 +200,11 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     first (a variant kept out by ``factor`` may have the higher mean)."""
     measured = probe.measure(variant, FINETUNE)
     entry = _confirmed_entry(variant, True, probe.remeasure(variant, FINETUNE, _fresh(repeats)))
-    answer = best.confirmed[0]
-    if entry["mean"] < answer["mean"] * factor:
-        return replace(best, confirmed=[answer, *sorted([*best.confirmed[1:], entry], key=lambda e: -e["mean"])])
-    return replace(best, config=variant, measurement=measured,
-                   confirmed=[entry, *sorted(best.confirmed, key=lambda e: -e["mean"])])
+    if entry["mean"] >= best.confirmed[0]["mean"] * factor:
+        best = replace(best, config=variant, measurement=measured, confirmed=[entry, *best.confirmed])
+    else:
+        best = replace(best, confirmed=[*best.confirmed, entry])
+    return replace(best, confirmed=best.confirmed[:1] + sorted(best.confirmed[1:], key=lambda e: -e["mean"]))
 
 
 def _fresh(repeats: int) -> range:
