@@ -14,7 +14,8 @@ configurations, the rest by the exploration.
 Run: ``python -m bench.guided_gap [--networks ...] [--precisions ...] [--noise-seeds S ...] [--answer-only]
 [OVERRIDES ...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_gap[-<tag>].json (or
 ``--output``) after every row and prints a summary. About 10 s per search and 10-60 s per polish on the 2-core VM
-(DenseNet-Yolo's cut polish several minutes).
+(DenseNet-Yolo's cut polish several minutes). ``--compare BEFORE.json AFTER.json`` pairs two such runs of the same
+rows and draws (a setting changed; the same noise draws, so the difference is the setting's).
 """
 from __future__ import annotations
 
@@ -112,8 +113,36 @@ def summary(rows: list[dict]) -> str:
                                f"{statistics.median(hours):.2f} board hours (sum {sum(hours):.1f})")
 
 
+def compare(before: dict, after: dict) -> str:
+    """Two runs of the same rows and draws (e.g. a setting changed), paired: each answer's true FPS over the best
+    known to either run, the mean paired difference with its standard error, and the board hours."""
+    def key(r):
+        return r["network"], r["precision"], r["noise_seed"]
+
+    a, b = ({key(r): r for r in run["rows"]} for run in (before, after))
+    keys = [k for k in a if k in b]
+    if len(keys) < 2:
+        raise SystemExit(f"--compare: the two runs share {len(keys)} rows (network, precision, noise seed); need 2+")
+    best = {k: max(a[k]["best_known"], b[k]["best_known"]) for k in keys}
+    qa, qb = ([r[k]["levels"]["answer"]["fps"] / best[k] for k in keys] for r in (a, b))
+    diff = [y - x for x, y in zip(qa, qb)]
+    se = statistics.stdev(diff) / len(diff) ** 0.5
+    lines = ["| run | rows | quality >= 0.99 | mean quality | median tuples | board hours (sum) |",
+             "|---|---|---|---|---|---|"]
+    for name, q, rows in (("before", qa, a), ("after", qb, b)):
+        lines.append(f"| {name} | {len(q)} | {sum(x >= 0.99 for x in q)} | {statistics.mean(q):.4f} | "
+                     f"{statistics.median(rows[k]['tuples'] for k in keys)} | "
+                     f"{sum(rows[k]['board_hours'] for k in keys):.1f} |")
+    lines.append(f"paired quality difference (after - before): {statistics.mean(diff):+.4f} +- {se:.4f} (standard "
+                 f"error); after higher in {sum(d > 0.001 for d in diff)}, lower in {sum(d < -0.001 for d in diff)} "
+                 f"of {len(diff)}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"), default=None,
+                    help="print the paired comparison of two result files of this bench and exit")
     ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
     ap.add_argument("--precisions", nargs="+", default=["fp16", "int8"])
     ap.add_argument("--platform", default=PLATFORM)
@@ -125,6 +154,9 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. platform.noise.sigma=0.03")
     args = ap.parse_args(argv)
+    if args.compare:
+        print(compare(*(json.loads(p.read_text()) for p in args.compare)))
+        return 0
     out = args.output or RESULTS / f"guided_gap{'-' + args.tag if args.tag else ''}.json"
     rows = []
     for network, precision, seed in itertools.product(args.networks, args.precisions, args.noise_seeds or [None]):

@@ -4,6 +4,8 @@ No timings are asserted: the numbers live in BENCHMARKS.md, measured on a quiet 
 """
 import json
 
+import pytest
+
 from bench import analysis_speed, end_to_end, search_quality, sim_speed
 from bench.machine import machine_facts
 
@@ -133,3 +135,22 @@ def test_guided_gap_tiny(tmp_path):
     q = [row["levels"][k]["quality"] for k in guided_gap.LEVELS]
     assert 0 < q[0] <= q[1] <= q[2] <= 1.0
     assert row["best_known"] > 0 and row["tuples"] > 0 and row["best_source"]
+
+
+def test_guided_gap_compare_pairs_the_same_draws():
+    """Two runs of the same draws: quality over the best known to either run, the paired difference of the rows
+    both have (the row only one run has is left out), and the board hours of those rows."""
+    from bench.guided_gap import compare
+
+    def run(*rows):
+        return {"rows": [{"network": n, "precision": "int8", "noise_seed": s, "best_known": best, "tuples": t,
+                          "board_hours": h, "levels": {"answer": {"fps": fps}}} for n, s, best, fps, t, h in rows]}
+
+    before = run(("a", 1, 100.0, 99.0, 30, 3.0), ("a", 2, 100.0, 95.0, 30, 3.0), ("b", 1, 50.0, 50.0, 20, 2.0))
+    after = run(("a", 1, 102.0, 102.0, 20, 2.0), ("a", 2, 100.0, 98.0, 22, 2.5))
+    text = compare(before, after)
+    assert "| before | 2 | 0 | 0.9603 | 30.0 | 6.0 |" in text, text
+    assert "| after | 2 | 1 | 0.9900 | 21.0 | 4.5 |" in text, text
+    assert "+0.0297 +- " in text and "after higher in 2, lower in 0 of 2" in text, text
+    with pytest.raises(SystemExit, match="share 1 rows"):
+        compare(before, run(("b", 1, 50.0, 50.0, 20, 2.0)))

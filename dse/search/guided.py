@@ -2,17 +2,18 @@
 
 After the maximizer, the model (``dse.search.board_model``) is fitted to what was measured and predicts every
 candidate cut tuple of every option (an exhaustive pass over the model: each prediction is a few prefix-sum
-lookups). Each round measures the few candidates with the highest expected gain over the best measured
-configuration (the model's mean and uncertainty together), refits and repeats. It stops when the model's best
-candidate has been measured and no candidate's expected gain reaches a quarter of one measurement's noise, or when
-the tuple budget is spent; before it stops, a local round measures the neighbours of the best measured tuples (of a
-far option, one step outwards where its samples rise towards an edge). Candidates are ranked by expected gain per
-board second (engines already built cost nothing) and measured at the cut search's parameters, with pre/post
-threads raised to clear the best FPS in sight. The best measured tuples within three times the noise of the best
-(at most four, the best of each option first) are re-run ``guided_repeats`` times and ranked on those fresh
-samples: the best single sample of near-equal tuples is mostly luck. The top two (again the best of each option
-before a second tuple of one) go to the fine-tuner; the answer is the best of them and their tuned configurations
-on fresh re-runs (``pipeline.finetune_phase``).
+lookups). Each round measures the candidate with the highest expected gain over the best measured configuration (the
+model's mean and uncertainty together; ``search.guided_batch`` of them, one by default: a board measures one at a
+time, and every pick then sees every measurement before it), refits and repeats. The first round measures the
+model's best of every option. It stops when the model's best candidate has been measured and no candidate's expected
+gain reaches a quarter of one measurement's noise, or when the tuple budget is spent; before it stops, a local round
+measures the neighbours of the best measured tuples (of a far option, one step outwards where its samples rise
+towards an edge). Candidates are ranked by expected gain per board second (engines already built cost nothing) and
+measured at the cut search's parameters, with pre/post threads raised to clear the best FPS in sight. The best
+measured tuples within three times the noise of the best (at most four, the best of each option first) are re-run
+``guided_repeats`` times and ranked on those fresh samples: the best single sample of near-equal tuples is mostly
+luck. The top two (again the best of each option before a second tuple of one) go to the fine-tuner; the answer is
+the best of them and their tuned configurations on fresh re-runs (``pipeline.finetune_phase``).
 """
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ STRATEGY = "guided"
 FULL_ENUMERATION = 60_000   # cut tuples of one option predicted exhaustively; above, a coarser grid
 HOST_HEADROOM = 1.2         # candidates get pre/post threads for this much more than the best FPS in sight
 LOCAL_WITHIN = 3            # local rounds around options whose best measured is within this many noises of the best
+# tuples of a check round and, at most, of a local round: they test the model where it is sure, so their size is set
+# by how wrong it may be there, not by ``guided_batch`` (with one tuple a check saw too little: Orin yolov4-csp FP16
+# stopped at E, 0.87 of PND-A (23), with two PND-A samples, one short of the local round's outward step)
+CHECK_TUPLES = 4
+LOCAL_TUPLES = 8
 
 
 @dataclass
@@ -259,11 +265,11 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             # before stopping, one round on the best predicted unmeasured tuples: a model that is wrong near
             # the optimum shows it here, and the search goes on from what it measured (again only once the
             # incumbent has risen by more than the noise: a rise within it is no news about the model)
-            picks, kind, checked = _check_round(pools, preds, batch, noise, cost), "check", incumbent
+            picks, kind, checked = _check_round(pools, preds, CHECK_TUPLES, noise, cost), "check", incumbent
         if not picks:
             # then the neighbours of the best measured tuples, measured: where the model's shape is wrong by a
             # few percent (a bottleneck it places a few layers off), the data near the optimum correct it
-            picks, kind = _local_round(pools, model, incumbent, noise, 2 * batch, polished), "local"
+            picks, kind = _local_round(pools, model, incumbent, noise, LOCAL_TUPLES, polished), "local"
         rounds.append({"round": len(rounds), "kind": kind, "measured": len(tuples),
                        "incumbent_fps": round(math.exp(incumbent), 2) if incumbent > -math.inf else 0.0,
                        "model_best": [top[0], list(top[1]), round(best_mean, 2)],

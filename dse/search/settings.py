@@ -57,11 +57,12 @@ class SearchSettings:
     # a finished run directory whose per-option best cuts seed this search (K = 1: thesis Tables 3.8/3.9);
     # read by the workflow, never by a strategy
     reuse_from: str | None = None
-    # guided strategy: at most this many cut tuples, measured this many per round; the relative noise of one
-    # measurement (how far a single FPS may be from the configuration's mean): a number, or "auto" (estimated
-    # from fresh re-runs of the maximizer's configuration: a board's noise is rarely known)
+    # guided strategy: at most this many cut tuples, measured this many per round (a board measures one at a
+    # time: with one per round every pick sees every measurement before it, BENCHMARKS 8.20); the relative noise
+    # of one measurement (how far a single FPS may be from the configuration's mean): a number, or "auto"
+    # (estimated from fresh re-runs of the maximizer's configuration: a board's noise is rarely known)
     guided_budget: int = 80
-    guided_batch: int = 4
+    guided_batch: int = 1
     guided_noise: float | str = "auto"
     # guided: the near-best measured tuples and the fine-tuned answers are ranked on this many fresh re-runs
     # each (0: on their single search sample, which favours the luckiest one)
