@@ -20,8 +20,7 @@ from dse.search import Probe, SearchSettings, SearchSpace, maximize_phase, run_s
 from dse.search.board_model import (NetworkFacts, Observation, StageRole, StageRow, fit_board_model,
                                     roles_of_platform)
 from dse.search.exhaustive import feasible_tuples
-from dse.search import guided
-from dse.search.guided import candidate_tuples, expected_gain, guided_search
+from dse.search.guided import CHECK_TUPLES, LOCAL_TUPLES, candidate_tuples, expected_gain, guided_search
 from dse.search.params import search_config
 from dse.search.streams import stream_tuple
 from dse.zoo import build_network
@@ -114,7 +113,7 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
     assert found.rounds and found.stopped
     # one board measures one tuple at a time: after the first round (the model's best of every option) a gain round
     # measures ``guided_batch`` tuples (one by default); the check and local rounds have sizes of their own
-    size = {"gain": settings.guided_batch, "check": guided.CHECK_TUPLES, "local": guided.LOCAL_TUPLES}
+    size = {"gain": settings.guided_batch, "check": CHECK_TUPLES, "local": LOCAL_TUPLES}
     assert len(found.rounds[0]["picks"]) == len(settings.options)
     assert all(len(r["picks"]) <= size[r["kind"]] for r in found.rounds[1:]), found.rounds
     assert "check" in {r["kind"] for r in found.rounds}, found.rounds
