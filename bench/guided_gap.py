@@ -57,12 +57,11 @@ def known_best(network: str, precision: str, platform: str, overrides: list[str]
 
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (),
         noise_seed: int | None = None, levels: tuple[str, ...] = LEVELS) -> dict:
-    from bench.guided_quality import search_costs
+    from bench.guided_quality import noise_free, search_costs
     from dse.backends.sim.decisions import polish
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.finetune import parameter_caps
-    from dse.search.probe import score
     from dse.search.recorder import RecordingProbe
 
     with tempfile.TemporaryDirectory(prefix="bench-gap-") as tmp:
@@ -70,13 +69,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         if noise_seed is not None:
             backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
         board = [o for o in overrides if not o.startswith("platform.noise.")]   # noise moves no true FPS
-        quiet = search_setup(network, precision, Path(tmp) / "quiet", platform, (*board, "platform.noise.sigma=0"))[2]
-        seen: dict[str, float] = {}
-
-        def true_fps(c) -> float:
-            if c.hash not in seen:
-                seen[c.hash] = score(quiet.measure(c))
-            return seen[c.hash]
+        true_fps = noise_free(network, precision, Path(tmp), platform, overrides)
 
         probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
         r = run_search(space, probe, base, settings.with_(strategy="guided"))

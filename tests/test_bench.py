@@ -137,6 +137,21 @@ def test_guided_gap_tiny(tmp_path):
     assert row["best_known"] > 0 and row["tuples"] > 0 and row["best_source"]
 
 
+def test_guided_quality_takes_the_reference_by_true_fps():
+    """Without an exhaustive reference the row's reference is the compared answer with the highest true
+    (noise-free) FPS, not the luckiest re-measured mean: its true quality is 1 and no method's is above it; the
+    re-measured quality is each mean over that answer's mean."""
+    from bench.guided_quality import METHODS, one
+
+    row = one("tiny-detector", "int8", overrides=("platform.noise.sigma=0.03",), repeats=3)
+    assert row["reference"]["source"].startswith("best answer of the compared methods by true FPS")
+    rows = row["methods"]
+    assert set(rows) == set(METHODS) and max(r["true_quality"] for r in rows.values()) == 1.0
+    top = max(rows.values(), key=lambda r: r["true_fps"])
+    assert row["reference"]["mean"] == top["mean"] and top["quality"] == 1.0
+    assert all(r["quality"] == round(r["mean"] / top["mean"], 4) for r in rows.values())
+
+
 def test_guided_gap_compare_pairs_the_same_draws():
     """Two runs of the same draws: quality over the best known to either run, the paired difference of the rows
     both have (the row only one run has is left out), and the board hours of those rows."""

@@ -250,6 +250,31 @@ def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
         probe.remeasure(config, "guided", range(0, 2))
 
 
+def test_a_race_re_runs_only_the_configurations_still_in_doubt():
+    """Ranking re-runs (``dse.search.race``): a configuration far under the leader gets one batch, near-equal
+    ones get more batches until the doubt is resolved or the cap is reached, the re-runs on consecutive fresh
+    repeat indices; no noise, or little: one batch; no repeats: none."""
+    from dse.search.race import RACE_ROUNDS, race
+
+    backend, base = _sim_board("yolov4", sigma=0.03)
+    probe = Probe(Evaluator(backend), "guided")
+    e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
+    slow = e.with_(streams=(1,), pre_threads=1)
+    near = e.with_(buffers=7)                        # the same true FPS as ``e``: GPU-bound either way
+    runs = race(probe, [slow, e, near], "finetune", 3, 0.03, first=5)
+    assert len(runs[0]) == 3 and min(len(runs[1]), len(runs[2])) > 3
+    assert max(len(r) for r in runs) <= RACE_ROUNDS * 3
+    for config, r in zip((slow, e, near), runs):      # consecutive repeat indices from ``first``, nothing else
+        assert probe.remeasure(config, "finetune", range(5, 5 + len(r))) == r
+    assert len(probe.reruns) == sum(map(len, runs))
+    # noise-free, ``e`` and ``near`` stay tied: how many batches the tie gets follows from the noise assumed alone
+    quiet = Probe(Evaluator(_sim_board("yolov4")[0]), "guided")
+    lengths = {noise: [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise)]
+               for noise in (0.0, 0.01, 0.015, 0.03)}
+    assert lengths == {0.0: [3, 3, 3], 0.01: [3, 3, 3], 0.015: [3, 6, 6], 0.03: [3, 12, 12]}
+    assert race(quiet, [e, near], "finetune", 0, 0.03) == [[], []]
+
+
 def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     """The fine-tuning of several finalists ends on the start or tuned configuration with the best mean of
     fresh re-runs; a second finalist of the same option gets the first one's tuned parameters (one

@@ -30,6 +30,7 @@ from dse.search.guided import STRATEGY as GUIDED
 from dse.search.guided import GuidedResult, guided_search
 from dse.search.maximizer import MaximizeResult, maximize
 from dse.search.probe import Probe, as_probe, score
+from dse.search.race import race
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
@@ -142,7 +143,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
             donor = next((r for r in results if r.config.option == s.option), None)
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
             results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind))
-        best = _confirm(probe, starts, results, settings.guided_repeats)
+        best = _confirm(probe, starts, results, settings.guided_repeats, noise)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
         best = _one_thread_fewer(probe, best, settings.guided_repeats)
@@ -219,19 +220,19 @@ def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]
 
 
 def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
-             repeats: int) -> FinetuneResult:
-    """The start or tuned configuration (``results``) with the best mean FPS over ``repeats`` fresh re-runs
-    (repeats after the ones that ranked the starts, which chose them and so favour them)."""
-    fresh = _fresh(repeats)
+             repeats: int, noise: float) -> FinetuneResult:
+    """The start or tuned configuration (``results``) with the best mean FPS over fresh re-runs, raced
+    (``dse.search.race``: ``repeats`` each, more where the ranking is in doubt given ``noise``), after the ones that
+    ranked the starts, which chose them and so favour them."""
     entries, seen = [], set()
     for i, (s, r) in enumerate(zip(starts, results)):
         for config, tuned in ((r.config, r.config.hash != s.hash), (s, False)):
-            if config.hash in seen:
-                continue
-            seen.add(config.hash)
-            reruns = probe.remeasure(config, FINETUNE, fresh)
-            entries.append({"result": i, "config": config, "tuned": tuned, "mean": sum(reruns) / len(reruns),
-                            "reruns": reruns})
+            if config.hash not in seen:
+                seen.add(config.hash)
+                entries.append({"result": i, "config": config, "tuned": tuned})
+    runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=_fresh(repeats)[0])
+    for e, reruns in zip(entries, runs):
+        e.update(mean=sum(reruns) / len(reruns), reruns=reruns)
     entries.sort(key=lambda e: -e["mean"])
     win = entries[0]
     r = results[win["result"]]
