@@ -32,7 +32,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
     if repeats < 1 or noise <= 0:
         return runs
     for batch in range(1, RACE_ROUNDS):
-        means = [sum(r) / len(r) if r else 0.0 for r in runs]
+        means = [sum(r) / len(r) for r in runs]
         lead = max(range(len(configs)), key=lambda i: means[i])
 
         def doubt(i: int) -> float:       # RACE_Z standard errors of the relative difference to the leader
