@@ -5,12 +5,12 @@ default search, each end to end (maximizer, exploration, fine-tuner) with its ow
 search and Optuna TPE with the guided search's budget (distinct configurations). Every answer is re-measured
 ``--repeats`` times with fresh noise; quality = its re-measured mean / the reference's re-measured mean. The
 reference is the exhaustive one of ``bench.reference`` where it was computed (every feasible tuple of every
-1- and 2-cut option, best fine-tuned, re-measured), else the best re-measured answer of the four methods (the
-row says which; chosen by true FPS, below, so that its re-measured mean is not the luckiest of four). Each answer's
-true FPS is recorded too: the same board with the noise off (what infinitely many re-runs would average to), and
-``true_quality`` = true FPS / the reference's, which no re-measurement noise moves. Counted per method: unique cut tuples (Table 3.4), distinct engines per PE type and the
-board hours a real board would spend (the report's model). Anytime curves: the re-measured FPS of each
-method's best-so-far configuration against the measurements spent, one plot per network.
+1- and 2-cut option, best fine-tuned, re-measured), else the answer of the four methods with the highest true FPS
+(the row says which; the highest re-measured mean of four would be high by luck). True FPS: the same board with the
+noise off (what infinitely many re-runs would average to); each answer's is recorded, and ``true_quality`` = true FPS
+/ the reference's, which no re-measurement noise moves. Counted per method: unique cut tuples (Table 3.4), distinct
+engines per PE type and the board hours a real board would spend (the report's model). Anytime curves: the
+re-measured FPS of each method's best-so-far configuration against the measurements spent, one plot per network.
 
 Run: ``python -m bench.guided_quality [--networks yolov4 ...] [--precisions int8 fp16] [--platform ...]
 [OVERRIDES...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_quality[-<tag>].json after
@@ -219,8 +219,8 @@ def markdown(rows: list[dict]) -> str:
     met_true = sum((r["methods"]["guided"].get("true_quality") or 0) >= TARGET_QUALITY for r in rows)
     lines.append("")
     lines.append(f"Guided: quality >= {TARGET_QUALITY} in {met_q}/{len(rows)} runs (true, noise-free FPS: "
-                 f"{met_true}/{len(rows)}); tuples <= 1/4 of Table 3.4 in {met_t}/{len(rows)}. Each cell: quality (re-measured mean / reference), unique tuples, engines "
-                 "built GPU/DLA, estimated board hours.")
+                 f"{met_true}/{len(rows)}); tuples <= 1/4 of Table 3.4 in {met_t}/{len(rows)}. Each cell: quality "
+                 "(re-measured mean / reference), unique tuples, engines built GPU/DLA, estimated board hours.")
     return "\n".join(lines)
 
 
