@@ -6,9 +6,10 @@ search and Optuna TPE with the guided search's budget (distinct configurations).
 ``--repeats`` times with fresh noise; quality = its re-measured mean / the reference's re-measured mean. The
 reference is the exhaustive one of ``bench.reference`` where it was computed (every feasible tuple of every
 1- and 2-cut option, best fine-tuned, re-measured), else the answer of the four methods with the highest true FPS
-(the row says which; the highest re-measured mean of four would be high by luck). True FPS: the same board with the
-noise off (what infinitely many re-runs would average to); each answer's is recorded, and ``true_quality`` = true FPS
-/ the reference's, which no re-measurement noise moves. Counted per method: unique cut tuples (Table 3.4), distinct
+(the row says which; the highest re-measured mean of four would be high by luck). True FPS: the same virtual board
+with the noise off (what infinitely many re-runs would average to); each answer's is recorded, and ``true_quality`` =
+true FPS / the reference's, which no re-measurement noise moves. A real backend has no true FPS (null): there the
+reference is the highest re-measured mean. Counted per method: unique cut tuples (Table 3.4), distinct
 engines per PE type and the board hours a real board would spend (the report's model). Anytime curves: the
 re-measured FPS of each method's best-so-far configuration against the measurements spent, one plot per network.
 
@@ -77,8 +78,8 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
 
 def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides: Sequence[str]
                ) -> Callable[["Configuration"], float]:
-    """A configuration's true FPS on this board: its measurement with the noise off (``platform.noise.sigma=0``,
-    the other overrides kept), memoized."""
+    """A configuration's true FPS on this virtual board: its measurement with the noise off
+    (``platform.noise.sigma=0``, the other overrides kept), memoized."""
     from dse.search.probe import score
 
     board = [o for o in overrides if not o.startswith("platform.noise.")]
@@ -90,6 +91,10 @@ def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides
             seen[config.hash] = score(quiet.measure(config))
         return seen[config.hash]
     return true_fps
+
+
+def _round(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
@@ -131,14 +136,16 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
         ev = Evaluator(backend, seed=seed)        # re-measurements: fresh repeats of every answer
-        true_fps = noise_free(network, precision, Path(tmp), platform, overrides)
+        # a real backend has no truth to ask but its own noisy runs
+        true_fps = (noise_free(network, precision, Path(tmp), platform, overrides) if backend.name == "sim"
+                    else lambda config: None)
         rows = {}
         for method, (probe, answer, extra) in runs.items():
             asked = [m for _, m in probe.asked]
             fps = remeasure(ev, answer.config, repeats, REPEAT_ANSWER, strategy="bench")
             rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
-                            "true_fps": round(true_fps(answer.config), 3),
+                            "true_fps": _round(true_fps(answer.config)),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
         # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
         # its configuration is re-measured here like the answers (same repeats, the run's own noise)
@@ -149,15 +156,18 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             fps = remeasure(ev, ref_config, repeats, REPEAT_ANSWER, strategy="bench")
             reference = {"source": "exhaustive (bench.reference): " + ref["coverage"],
                          "mean": round(statistics.mean(fps), 3), "stored_mean": ref["reference"]["mean"],
-                         "true_fps": round(true_fps(ref_config), 3),
+                         "true_fps": _round(true_fps(ref_config)),
                          "config": describe_dict(ref["reference"]["config"])}
         else:
-            top = max(rows, key=lambda k: (rows[k]["true_fps"], rows[k]["mean"]))
-            reference = {"source": f"best answer of the compared methods by true FPS ({top})",
+            known = all(r["true_fps"] is not None for r in rows.values())
+            top = max(rows, key=lambda k: (rows[k]["true_fps"], rows[k]["mean"]) if known else rows[k]["mean"])
+            by = "true FPS" if known else "re-measured mean"
+            reference = {"source": f"best answer of the compared methods by {by} ({top})",
                          "mean": rows[top]["mean"], "true_fps": rows[top]["true_fps"], "config": rows[top]["selected"]}
         for row in rows.values():
             row["quality"] = round(row["mean"] / reference["mean"], 4) if reference["mean"] else None
-            row["true_quality"] = round(row["true_fps"] / reference["true_fps"], 4) if reference["true_fps"] else None
+            row["true_quality"] = (round(row["true_fps"] / reference["true_fps"], 4)
+                                   if row["true_fps"] is not None and reference["true_fps"] else None)
     return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
             "noise_seed": noise_seed, "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision), "budget": budget,
             "reference": reference, "methods": rows, "seconds": seconds, "load_avg_start": load,
@@ -272,7 +282,7 @@ def main(argv=None) -> int:
         g = row["methods"]
         draw = "" if noise_seed is None else f" (noise seed {noise_seed})"
         print(f"{network:14s} {precision}{draw}: " + "; ".join(
-            f"{m} {g[m]['quality']:.3f} (true {g[m]['true_quality']:.3f}; {g[m]['unique_tuples']} tuples, "
+            f"{m} {g[m]['quality']:.3f} (true {_round(g[m]['true_quality'], 3)}; {g[m]['unique_tuples']} tuples, "
             f"{g[m]['measured']} measured)"
             for m in METHODS) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
         write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})
