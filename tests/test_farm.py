@@ -144,15 +144,17 @@ def test_measuring_jobs_of_two_runs_share_a_two_board_farm(tmp_path):
            "boards=[local-1,local-2]", "benchmarks=[tiny-chain,tiny-residual]",
            "overrides=[platform=host-cpu,precision=fp32,benchmark.sample_size=60,benchmark.warmup=5,"
            "search.strategy=proposed,search.max_tuples=20,search.top_k=2,search.min_local_searches=2]"]
-    proc = subprocess.Popen(cmd, cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None and '"board": "local-2"' not in (
-                ledger.read_text() if ledger.is_file() else ""):
-            time.sleep(0.1)
-    finally:
-        held.release()
-    log = proc.communicate(timeout=600)[0]
+    with open(tmp_path / "snakemake.log", "w") as out:       # a file, not a pipe nobody reads while we poll
+        proc = subprocess.Popen(cmd, cwd=wd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and proc.poll() is None and '"board": "local-2"' not in (
+                    ledger.read_text() if ledger.is_file() else ""):
+                time.sleep(0.1)
+        finally:
+            held.release()
+        proc.wait(timeout=600)
+    log = (tmp_path / "snakemake.log").read_text()
     assert proc.returncode == 0, log[-3000:]
     assert log.count("[lease] ") >= 2 * 5      # maximize, explore_option x options, search, finetune per run
     events = [e for e in map(json.loads, ledger.read_text().splitlines()) if e["pid"] != os.getpid()]
