@@ -136,9 +136,8 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
         ev = Evaluator(backend, seed=seed)        # re-measurements: fresh repeats of every answer
-        # a real backend has no truth to ask but its own noisy runs
-        true_fps = (noise_free(network, precision, Path(tmp), platform, overrides) if backend.name == "sim"
-                    else lambda config: None)
+        sim = backend.name == "sim"       # a real backend has no truth to ask but its own noisy runs
+        true_fps = noise_free(network, precision, Path(tmp), platform, overrides) if sim else lambda config: None
         rows = {}
         for method, (probe, answer, extra) in runs.items():
             asked = [m for _, m in probe.asked]
@@ -159,15 +158,14 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
                          "true_fps": _round(true_fps(ref_config)),
                          "config": describe_dict(ref["reference"]["config"])}
         else:
-            known = all(r["true_fps"] is not None for r in rows.values())
-            top = max(rows, key=lambda k: (rows[k]["true_fps"], rows[k]["mean"]) if known else rows[k]["mean"])
-            by = "true FPS" if known else "re-measured mean"
+            top = max(rows, key=lambda k: (rows[k]["true_fps"], rows[k]["mean"]) if sim else rows[k]["mean"])
+            by = "true FPS" if sim else "re-measured mean"
             reference = {"source": f"best answer of the compared methods by {by} ({top})",
                          "mean": rows[top]["mean"], "true_fps": rows[top]["true_fps"], "config": rows[top]["selected"]}
         for row in rows.values():
             row["quality"] = round(row["mean"] / reference["mean"], 4) if reference["mean"] else None
             row["true_quality"] = (round(row["true_fps"] / reference["true_fps"], 4)
-                                   if row["true_fps"] is not None and reference["true_fps"] else None)
+                                   if sim and reference["true_fps"] else None)
     return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
             "noise_seed": noise_seed, "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision), "budget": budget,
             "reference": reference, "methods": rows, "seconds": seconds, "load_avg_start": load,

@@ -13,7 +13,8 @@ measured at the cut search's parameters, with pre/post threads raised to clear t
 measured tuples within three times the noise of the best (at most four, the best of each option first) are re-run
 ``guided_repeats`` times and ranked on those fresh samples: the best single sample of near-equal tuples is mostly
 luck. The top two (again the best of each option before a second tuple of one) go to the fine-tuner; the answer is
-the best of them and their tuned configurations on fresh re-runs (``pipeline.finetune_phase``).
+the best of them and their tuned configurations on fresh re-runs, raced (``pipeline.finetune_phase``,
+``dse.search.race``).
 """
 from __future__ import annotations
 

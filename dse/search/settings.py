@@ -64,8 +64,9 @@ class SearchSettings:
     guided_budget: int = 80
     guided_batch: int = 1
     guided_noise: float | str = "auto"
-    # guided: the near-best measured tuples and the fine-tuned answers are ranked on this many fresh re-runs
-    # each (0: on their single search sample, which favours the luckiest one)
+    # guided: the near-best measured tuples are ranked on this many fresh re-runs each, the fine-tuned answers on
+    # batches of this many in a race (dse.search.race; 0: on their single search sample, which favours the
+    # luckiest one)
     guided_repeats: int = 3
 
     def __post_init__(self):
