@@ -169,3 +169,24 @@ def test_guided_gap_compare_pairs_the_same_draws():
     assert "+0.0297 +- " in text and "after higher in 2, lower in 0 of 2" in text, text
     with pytest.raises(SystemExit, match="share 1 rows"):
         compare(before, run(("b", 1, 50.0, 50.0, 20, 2.0)))
+
+
+def test_dram_demand_of_the_decisions_pnd_a_and_pnd_b(tmp_path):
+    """Each PE's co-runner traffic from bytes per frame and FPS; the Fig. 3.12 bound applies only where PND-B
+    leads (Yolov4-tiny FP16: PND-A leads, nothing to close)."""
+    from bench import dram_demand
+
+    out = tmp_path / "dram.json"
+    assert dram_demand.main(["--networks", "yolov4-tiny", "--output", str(out)]) == 0
+    rows = {r["precision"]: r for r in _read(out)["rows"]}
+    assert set(rows) == {"fp16", "int8"}
+    for r in rows.values():
+        for o in ("PND-A", "PND-B"):
+            d = r[o]
+            assert d["gpu_mb"] > 0 and d["dla_mb"] > 0
+            assert d["dla_sees_gbs"] == pytest.approx((d["gpu_mb"] + d["dla_mb"] / 2) * d["fps"] / 1e3, abs=0.01)
+            assert d["gpu_sees_gbs"] == pytest.approx(d["dla_mb"] * d["fps"] / 1e3, abs=0.01)
+    fp16 = rows["fp16"]
+    assert fp16["pnd_b_lead"] < 0 and fp16["closes"] is None
+    assert fp16["contention_bound"] == pytest.approx(
+        dram_demand.FIG_3_12_DLA_SLOWDOWN * max(fp16["dla_traffic_ratio"] - 1, 0), abs=1e-3)

@@ -173,3 +173,25 @@ def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, 
     assert np.all(b[narrow] >= a[narrow]) and np.any(b[narrow] > a[narrow] * 1.1)
     for pe, prec in (("gpu", "int8"), ("dla", "fp16")):
         assert wide_tiles.per_layer(pe, prec, 1).t.tolist() == base.per_layer(pe, prec, 1).t.tolist()
+
+
+def test_dram_bytes_are_the_rooflines_memory_side_and_add_up_over_a_split(xavier, y4t):
+    """``dram_bytes`` (bench.dram_demand) counts what the roofline charges: a memory-bound layer's time is its bytes
+    over the PE's bandwidth plus one launch, fused layers move nothing, and the parts of a split add up."""
+    cm = model(xavier, frame_of(y4t))
+    t, n = cm.table, cm.table.n
+    for pe in ("gpu", "dla"):
+        c = xavier.cost.for_type(pe)
+        pl = cm.per_layer(pe, "int8", 1)
+        whole = cm.dram_bytes(0, n - 1, pe, "int8", 1)
+        assert whole > 0
+        assert cm.dram_bytes(0, 20, pe, "int8", 1) + cm.dram_bytes(21, n - 1, pe, "int8", 1) == pytest.approx(whole)
+        assert all(cm.dram_bytes(i, i, pe, "int8", 1) == 0 for i in np.flatnonzero(t.fused))
+        pools = [i for i, op in enumerate(t.op_types) if op == "MaxPool" and not t.fused[i]]
+        assert pools, "yolov4-tiny has max-pools (no MACs: memory-bound on every PE)"
+        for i in pools:
+            bw = c.bandwidth_gbs * 1e3 * c.eltwise_bw_factor
+            assert pl.t[i] == pytest.approx(cm.dram_bytes(i, i, pe, "int8", 1) / bw + c.launch_us)
+    # a batch of four moves the activations four times, the weights (which fit on the GPU) once
+    assert cm.dram_bytes(0, n - 1, "gpu", "int8", 1) < cm.dram_bytes(0, n - 1, "gpu", "int8", 4) \
+        < 4 * cm.dram_bytes(0, n - 1, "gpu", "int8", 1)

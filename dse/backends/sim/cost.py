@@ -81,6 +81,7 @@ class _PerLayer:
     occ_t: np.ndarray    # t * occupancy
     cum_t: np.ndarray    # prefix sums with a leading 0
     cum_occ: np.ndarray
+    cum_bytes: np.ndarray  # DRAM bytes the roofline moves per layer (whole batch), prefix sums with a leading 0
 
 
 class CostModel:
@@ -142,17 +143,20 @@ class CostModel:
         mem_bytes = (t.in_bytes + t.out_bytes) * b * s * bscale + t.param_bytes * bscale
         bw = c.bandwidth_gbs * 1e3 * np.where(is_eltwise, c.eltwise_bw_factor, 1.0)
         mem = mem_bytes / bw
-        mem = mem + self._weight_refetch_bytes(c, bscale, b, s) / (c.bandwidth_gbs * 1e3)
+        refetch = self._weight_refetch_bytes(c, bscale, b, s)
+        mem = mem + refetch / (c.bandwidth_gbs * 1e3)
         work = np.maximum(compute, mem)
         is_concat = np.array([op == "Concat" for op in t.op_types])
         # a concat is free when producers write into its buffer; chained concats (DenseNet) copy
-        concat_us = t.out_bytes * b * s * bscale * c.concat_copy / (c.bandwidth_gbs * 1e3)
-        work = np.where(is_concat, concat_us, work)
+        concat_bytes = t.out_bytes * b * s * bscale * c.concat_copy
+        work = np.where(is_concat, concat_bytes / (c.bandwidth_gbs * 1e3), work)
         free = (np.array([k == "free" for k in t.kind]) & ~is_concat) | t.fused
         total = np.where(free, 0.0, work + np.where(is_concat, 0.0, c.launch_us))
         occ_t = np.where(free, 0.0, work * occ + c.launch_us * c.min_occupancy)
+        moved = np.where(free, 0.0, np.where(is_concat, concat_bytes, mem_bytes + refetch))
         out = _PerLayer(t=total, occ_t=occ_t, cum_t=np.concatenate([[0.0], np.cumsum(total)]),
-                        cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]))
+                        cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]),
+                        cum_bytes=np.concatenate([[0.0], np.cumsum(moved)]))
         self._cache[key] = out
         return out
 
@@ -170,6 +174,12 @@ class CostModel:
         slices = np.where(x > half, np.ceil(x / half), 1.0)
         reads = np.where(conv & (w > half), slices * batch, 1.0)
         return (reads - 1) * w
+
+    def dram_bytes(self, first: int, last: int, pe_type: str, precision: str, batch: int) -> float:
+        """DRAM bytes layers first..last move per execution on a PE type: the memory side of their rooflines
+        (activations, weights and their re-reads; a copied concat's output; fused layers nothing)."""
+        pl = self.per_layer(pe_type, precision, batch)
+        return float(pl.cum_bytes[last + 1] - pl.cum_bytes[first])
 
     def gpu_layer_profile_us(self, precision: str, batch: int) -> np.ndarray:
         return self.per_layer("gpu", precision, batch).t.copy()
