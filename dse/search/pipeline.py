@@ -14,7 +14,6 @@ A phase with no successful measurement to build on fails, naming why, instead of
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -146,7 +145,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         best = _confirm(probe, starts, results, settings.guided_repeats, noise)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
-        best = _one_thread_fewer(probe, best, settings.guided_repeats)
+        best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
         tried = len(best.confirmed) - confirmed     # configurations measured after the confirmation
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
@@ -167,44 +166,52 @@ def _transfer(probe: Probe, start: Configuration, donor: FinetuneResult) -> Fine
 
 
 def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float, cap: int) -> FinetuneResult:
-    """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that beats it on
-    fresh re-runs by more than the noise of their mean: the fine-tuner raises buffers one at a time and stops at
-    the first raise that measures no better, and where their gain is spread thinly over many buffers no single
-    raise shows it (Yolov4 INT8 PND-B (51,175) on the Xavier, noise-free: 13 buffers 223.2 FPS, 32 buffers 228.1,
-    no one-buffer step above 0.7 %; on the virtual board the gain is the two GPU stages of PND-B overlapping their
-    kernels more often, not jitter absorbed: it stays with the per-task jitter off). Buffers cost memory, not FPS,
-    so a gain within the noise keeps the fewer. Only where the accelerators bound the answer: one that runs the CPU
-    busy gained nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10, 883.3 with 32) and may take
-    them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that does gain."""
+    """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that does better on
+    fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
+    that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
+    (Yolov4 INT8 PND-B (51,175) on the Xavier, noise-free: 13 buffers 223.2 FPS, 32 buffers 228.1, no one-buffer
+    step above 0.7 %; on the virtual board the gain is the two GPU stages of PND-B overlapping their kernels more
+    often, not jitter absorbed: it stays with the per-task jitter off). Only where the accelerators bound the answer:
+    one that runs the CPU busy gained nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10,
+    883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
+    does gain."""
     c, m = best.config, best.measurement
     if not m.ok or m.cpu_util >= CPU_BUSY or c.buffers >= cap:
         return best
-    return _variant(probe, best, c.with_(buffers=cap), repeats, 1 + noise / math.sqrt(repeats))
+    return _variant(probe, best, c.with_(buffers=cap), repeats, noise, fewer=False)
 
 
-def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int) -> FinetuneResult:
+def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: float) -> FinetuneResult:
     """The answer, or the same with one pre-processing thread fewer where that answer ran the CPU fully busy and
-    the fewer threads do at least as well on the same fresh re-runs: with every core busy the threads only
+    the fewer threads do at least as well on fresh re-runs (``_variant``): with every core busy the threads only
     contend, and the fine-tuner lowers threads last, after the streams, where a lost stream already hides the
     gain (yolov3-tiny FP16 on the Xavier, noise-free, 2 post threads: PND-A (17) with 10 pre threads 816.3 FPS, with 9
     832.1)."""
     m, c = best.measurement, best.config
     if not m.ok or m.cpu_util < CPU_BUSY or c.pre_threads <= 1:
         return best
-    return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, 1.0)
+    return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, fewer=True)
 
 
-def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, factor: float
-             ) -> FinetuneResult:
-    """``best`` or ``variant`` of it: the variant is measured, re-run ``repeats`` times on fresh noise and answered
-    where its mean reaches ``factor`` times the answer's; either way its record joins ``confirmed``, the answer's
-    first (a variant kept out by ``factor`` may have the higher mean)."""
+def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
+             fewer: bool) -> FinetuneResult:
+    """``best`` or ``variant`` of it: the variant is measured and raced against the answer (``dse.search.race``) on
+    re-runs fresh for both, and answered where its mean is higher than the answer's, or as high where it uses
+    ``fewer`` resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin
+    on the variant: at 3 % noise the two kept Yolov4 INT8 PND-B's 32 buffers out where they were 2 % faster
+    (session 41). Either way the variant's record joins ``confirmed`` and the answer's record takes its new
+    re-runs, the answer's first."""
     measured = probe.measure(variant, FINETUNE)
-    entry = _confirmed_entry(variant, True, probe.remeasure(variant, FINETUNE, _fresh(repeats)))
-    if entry["mean"] >= best.confirmed[0]["mean"] * factor:
-        best = replace(best, config=variant, measurement=measured, confirmed=[entry, *best.confirmed])
+    head, rest = best.confirmed[0], best.confirmed[1:]
+    first = head["first_rerun"] + len(head["reruns"])
+    answer_runs, runs = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first)
+    head = _confirmed_entry(best.config, head["tuned"], head["reruns"] + answer_runs, head["first_rerun"])
+    entry = _confirmed_entry(variant, True, runs, first)
+    gain = sum(runs) / len(runs) - sum(answer_runs) / len(answer_runs)
+    if gain > 0 or (fewer and gain == 0):
+        best = replace(best, config=variant, measurement=measured, confirmed=[entry, head, *rest])
     else:
-        best = replace(best, confirmed=[*best.confirmed, entry])
+        best = replace(best, confirmed=[head, *rest, entry])
     return replace(best, confirmed=best.confirmed[:1] + sorted(best.confirmed[1:], key=lambda e: -e["mean"]))
 
 
@@ -213,10 +220,12 @@ def _fresh(repeats: int) -> range:
     return range(repeats + 1, 2 * repeats + 1)
 
 
-def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]) -> dict:
-    """One configuration's record in ``FinetuneResult.confirmed``: its fresh re-runs and their mean."""
+def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float], first: int) -> dict:
+    """One configuration's record in ``FinetuneResult.confirmed``: its fresh re-runs (repeat indices from
+    ``first`` on) and their mean."""
     return {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": tuned,
-            "mean": round(sum(reruns) / len(reruns), 3), "reruns": [round(x, 3) for x in reruns]}
+            "mean": round(sum(reruns) / len(reruns), 3), "reruns": [round(x, 3) for x in reruns],
+            "first_rerun": first}
 
 
 def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
@@ -236,7 +245,7 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
     entries.sort(key=lambda e: -e["mean"])
     win = entries[0]
     r = results[win["result"]]
-    confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"]) for e in entries]
+    confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], _fresh(repeats)[0]) for e in entries]
     return replace(r, config=win["config"], measurement=probe.measure(win["config"], FINETUNE),
                    confirmed=confirmed)
 
