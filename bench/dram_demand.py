@@ -65,7 +65,8 @@ def main(argv=None) -> int:
     ap.add_argument("--networks", nargs="*", default=None)
     args = ap.parse_args(argv)
     decided = json.loads(args.decisions.read_text())
-    rows = [row(r["network"], r["precision"], r["published"], r["configs"], decided["platform"]) for r in decided["rows"]
+    rows = [row(r["network"], r["precision"], r["published"], r["configs"], decided["platform"])
+            for r in decided["rows"]
             if {"PND-A", "PND-B"} <= set(r["configs"]) and (not args.networks or r["network"] in args.networks)]
     print("| network | precision | Table 3.5 | PND-B lead | DLA co-runner traffic B/A | GPU co-runner traffic B/A | "
           "contention bound | closes |")

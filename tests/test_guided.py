@@ -323,8 +323,8 @@ def _confirmed(probe: Probe, config: Configuration):
     from dse.search.pipeline import _confirmed_entry
 
     m = probe.measure(config, "finetune")
-    return FinetuneResult(config, m, m.fps, m.fps, 0,
-                          confirmed=[_confirmed_entry(config, True, probe.remeasure(config, "finetune", range(3, 5)), 3)])
+    reruns = probe.remeasure(config, "finetune", range(3, 5))
+    return FinetuneResult(config, m, m.fps, m.fps, 0, confirmed=[_confirmed_entry(config, True, reruns, 3)])
 
 
 def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():

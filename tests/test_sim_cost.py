@@ -177,7 +177,8 @@ def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, 
 
 def test_dram_bytes_are_the_rooflines_memory_side_and_add_up_over_a_split(xavier, y4t):
     """``dram_bytes`` (bench.dram_demand) counts what the roofline charges: a memory-bound layer's time is its bytes
-    over the PE's bandwidth plus one launch, fused layers move nothing, and the parts of a split add up."""
+    over the PE's bandwidth (for its op kind) plus one launch, fused layers move nothing, and the parts of a split
+    add up."""
     cm = model(xavier, frame_of(y4t))
     t, n = cm.table, cm.table.n
     for pe in ("gpu", "dla"):
