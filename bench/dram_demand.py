@@ -28,10 +28,9 @@ FIG_3_12_DLA_SLOWDOWN = 1 - 216.0 / (2 * 1e6 / 9020.0)   # Yolov4 INT8 PND-A: DL
 def demand(backend, config) -> dict:
     """Noise-free FPS and DRAM megabytes per frame on the GPU and on the DLAs of one configuration."""
     cm = backend.cost_model(config.input_size)
-    bounds = [-1, *config.cuts, cm.table.n - 1]
     moved = {"gpu": 0.0, "dla": 0.0}
-    for k, stage in enumerate(backend.plan(config).stages):
-        moved[stage.pe_type] += cm.dram_bytes(bounds[k] + 1, bounds[k + 1], stage.pe_type, config.precision,
+    for stage in backend.plan(config).stages:
+        moved[stage.pe_type] += cm.dram_bytes(stage.first, stage.last, stage.pe_type, config.precision,
                                               config.batch) / config.batch
     fps = backend.measure(config).fps
     gpu, dla = moved["gpu"] / 1e6, moved["dla"] / 1e6

@@ -239,13 +239,14 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
             if config.hash not in seen:
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
-    runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=_fresh(repeats)[0])
+    first = _fresh(repeats)[0]
+    runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
     for e, reruns in zip(entries, runs):
         e.update(mean=sum(reruns) / len(reruns), reruns=reruns)
     entries.sort(key=lambda e: -e["mean"])
     win = entries[0]
     r = results[win["result"]]
-    confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], _fresh(repeats)[0]) for e in entries]
+    confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], first) for e in entries]
     return replace(r, config=win["config"], measurement=probe.measure(win["config"], FINETUNE),
                    confirmed=confirmed)
 
