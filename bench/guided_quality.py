@@ -98,7 +98,7 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 
 
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
-        noise_seed: int | None = None) -> dict:
+        noise_seed: int | None = None, methods: Sequence[str] = METHODS) -> dict:
     from bench.reference import load_reference
     from dse.configuration import Configuration
     from dse.evaluate import Evaluator
@@ -115,7 +115,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()
-        for method in ("guided", "default"):
+        for method in [m for m in ("guided", "default") if m in methods]:
             probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
             strategy = "guided" if method == "guided" else "proposed"
             r = run_search(space, probe, base, settings.with_(strategy=strategy))
@@ -124,9 +124,9 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
-        budget = len(runs["guided"][0].asked)
+        budget = len(runs["guided"][0].asked) if "guided" in runs else None
         options = list(settings.options or space.options)
-        for method in ("random", "optuna-tpe"):
+        for method in [m for m in ("random", "optuna-tpe") if m in methods]:
             probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
             if method == "random":
                 r2 = random_search(space, probe, base, options, bounds, settings, budget, seed=seed)
@@ -212,22 +212,28 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         cells = []
         for m in METHODS:
-            x = r["methods"][m]
+            x = r["methods"].get(m)
+            if x is None:
+                cells.append("-")
+                continue
             e = x["engines"]
             cells.append(f"{x['quality']:.3f}, {x['unique_tuples']}, {e.get('GPU', 0)}/{e.get('DLA', 0)}, "
                          f"{x['board_hours']:.2f}")
-        g = r["methods"]["guided"]
+        g = r["methods"].get("guided")
         quarter = (r["thesis_tuples"] or 0) / 4
+        targets = (["met" if g["unique_tuples"] <= quarter else "missed",
+                    "met" if g["quality"] >= TARGET_QUALITY else "missed"] if g else ["-", "-"])
         lines.append(" | ".join([f"| {r['network']}", r["precision"].upper(),
                                  f"{r['reference']['mean']:.1f} ({'exhaustive' if r['reference']['source'].startswith('exh') else 'best compared'})",
-                                 *cells, "met" if g["unique_tuples"] <= quarter else "missed",
-                                 ("met" if g["quality"] >= TARGET_QUALITY else "missed") + " |"]))
-    met_q = sum(r["methods"]["guided"]["quality"] >= TARGET_QUALITY for r in rows)
-    met_t = sum(r["methods"]["guided"]["unique_tuples"] <= (r["thesis_tuples"] or 0) / 4 for r in rows)
-    met_true = sum((r["methods"]["guided"].get("true_quality") or 0) >= TARGET_QUALITY for r in rows)
+                                 *cells, *targets]) + " |")
+    guided = [r["methods"]["guided"] for r in rows if "guided" in r["methods"]]
+    met_q = sum(g["quality"] >= TARGET_QUALITY for g in guided)
+    met_t = sum(g["unique_tuples"] <= (r["thesis_tuples"] or 0) / 4
+                for r in rows if "guided" in r["methods"] for g in [r["methods"]["guided"]])
+    met_true = sum((g.get("true_quality") or 0) >= TARGET_QUALITY for g in guided)
     lines.append("")
-    lines.append(f"Guided: quality >= {TARGET_QUALITY} in {met_q}/{len(rows)} runs (true, noise-free FPS: "
-                 f"{met_true}/{len(rows)}); tuples <= 1/4 of Table 3.4 in {met_t}/{len(rows)}. Each cell: quality "
+    lines.append(f"Guided: quality >= {TARGET_QUALITY} in {met_q}/{len(guided)} runs (true, noise-free FPS: "
+                 f"{met_true}/{len(guided)}); tuples <= 1/4 of Table 3.4 in {met_t}/{len(guided)}. Each cell: quality "
                  "(re-measured mean / reference), unique tuples, engines built GPU/DLA, estimated board hours.")
     return "\n".join(lines)
 
@@ -239,7 +245,7 @@ def spread(rows: list[dict]) -> str:
              "tuples median / max | board h median / max |", "|---|---|---|---|---|---|---|---|"]
     for key in dict.fromkeys((r["network"], r["precision"]) for r in rows):
         mine = [r for r in rows if (r["network"], r["precision"]) == key]
-        for m in METHODS:
+        for m in [m for m in METHODS if all(m in r["methods"] for r in mine)]:
             q = [r["methods"][m]["quality"] for r in mine]
             t = [r["methods"][m]["unique_tuples"] for r in mine]
             h = [r["methods"][m]["board_hours"] for r in mine]
@@ -259,9 +265,14 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", default="", help="suffix of the result file and plot folder (e.g. noise3)")
     ap.add_argument("--noise-seeds", nargs="+", type=int, default=None,
                     help="repeat every run under these noise realizations (the sim's noise seed) and print the spread")
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                    help="a subset (e.g. guided default where a board's time is short; random and optuna-tpe need guided)")
     ap.add_argument("--markdown", action="store_true", help="print the table from the result file, measure nothing")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. platform.noise.sigma=0.03")
     args = ap.parse_args(argv)
+    if {"random", "optuna-tpe"} & set(args.methods) and "guided" not in args.methods:
+        ap.error(f"--methods {' '.join(args.methods)}: random and optuna-tpe spend the guided search's budget; "
+                 "add guided")
     tag = args.tag or ("noise-seeds" if args.noise_seeds else "")   # never over the one-draw table
     suffix = f"-{tag}" if tag else ""
     out = RESULTS / f"guided_quality{suffix}.json"
@@ -271,18 +282,18 @@ def main(argv=None) -> int:
         return 0
     rows = []
     params = {"platform": args.platform, "overrides": args.overrides, "repeats": args.repeats,
-              "noise_seeds": args.noise_seeds}
+              "noise_seeds": args.noise_seeds, "methods": args.methods}
     for network, precision, noise_seed in itertools.product(args.networks, args.precisions,
                                                             args.noise_seeds or [None]):
         row = one(network, precision, platform=args.platform, overrides=tuple(args.overrides),
-                  repeats=args.repeats, noise_seed=noise_seed)
+                  repeats=args.repeats, noise_seed=noise_seed, methods=args.methods)
         rows.append(row)
         g = row["methods"]
         draw = "" if noise_seed is None else f" (noise seed {noise_seed})"
         print(f"{network:14s} {precision}{draw}: " + "; ".join(
             f"{m} {g[m]['quality']:.3f} (true {_round(g[m]['true_quality'], 3)}; {g[m]['unique_tuples']} tuples, "
             f"{g[m]['measured']} measured)"
-            for m in METHODS) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
+            for m in g) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
         write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})
         if args.noise_seeds is None:
             plot(rows, RESULTS / f"guided_anytime{suffix}")

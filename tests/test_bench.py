@@ -152,6 +152,20 @@ def test_guided_quality_takes_the_reference_by_true_fps():
     assert all(r["quality"] == round(r["mean"] / top["mean"], 4) for r in rows.values())
 
 
+def test_guided_quality_runs_a_subset_of_its_methods(capsys):
+    """Where a board's time is short (a lent machine) only the guided and the default search run: the row holds
+    those two, the reference is the better of them. Random and Optuna TPE without guided, whose budget they
+    spend, are refused, naming the subset."""
+    from bench.guided_quality import main, one
+
+    row = one("tiny-detector", "int8", repeats=2, methods=("guided", "default"))
+    assert set(row["methods"]) == {"guided", "default"} and set(row["seconds"]) == {"guided", "default"}
+    assert max(r["true_quality"] for r in row["methods"].values()) == 1.0
+    with pytest.raises(SystemExit):
+        main(["--methods", "default", "random"])
+    assert "--methods default random: random and optuna-tpe spend the guided" in capsys.readouterr().err
+
+
 def test_guided_gap_compare_pairs_the_same_draws():
     """Two runs of the same draws: quality over the best known to either run, the paired difference of the rows
     both have (the row only one run has is left out), and the board hours of those rows."""

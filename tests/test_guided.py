@@ -380,7 +380,7 @@ def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both
     """At 3 % noise two re-runs cannot tell a variant 2 % faster (Yolov4 INT8 PND-B (51,175) with every buffer,
     noise-free 1.7 % over 13 buffers) from the answer: both get more batches of re-runs while the race is in doubt
     (``dse.search.race``), the answer's after the indices it won the pick on (those favour it), and its record
-    keeps both."""
+    keeps both. The variant wins here, and its first race run is its measurement (it is measured only there)."""
     from dse.search.pipeline import _more_buffers
     from dse.search.race import RACE_ROUNDS
 
@@ -397,7 +397,8 @@ def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both
     assert kept["first_rerun"] == 3 and kept["reruns"][:2] == before and len(kept["reruns"]) > 2
     fresh = probe.remeasure(config, "finetune", range(5, 3 + len(kept["reruns"])))
     assert kept["reruns"][2:] == [round(x, 3) for x in fresh] and set(fresh).isdisjoint(before)
-    assert probe.measured == asked + 1          # the variant's own sample; re-runs are not measurements
+    assert probe.measured == asked              # the variant has no search sample: it was only re-run
+    assert more.config.buffers == 32 and more.measurement is probe.rerun(more.config, "finetune", range(5, 6))[0]
 
 
 def test_local_round_steps_along_each_cut_from_the_best_measured(board):

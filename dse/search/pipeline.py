@@ -146,7 +146,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
         best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
-        tried = len(best.confirmed) - confirmed     # configurations measured after the confirmation
+        tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
         best, tried = max(results, key=lambda r: (r.fps, -results.index(r))), 0
@@ -195,13 +195,13 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: f
 
 def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
              fewer: bool) -> FinetuneResult:
-    """``best`` or ``variant`` of it: the variant is measured and raced against the answer (``dse.search.race``) on
-    re-runs fresh for both, and answered where its mean is higher than the answer's, or as high where it uses
-    ``fewer`` resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin
-    on the variant: at 3 % noise the two kept Yolov4 INT8 PND-B's 32 buffers out where they were 2 % faster
-    (session 41). Either way the variant's record joins ``confirmed`` and the answer's record takes its new
-    re-runs, the answer's first."""
-    measured = probe.measure(variant, FINETUNE)
+    """``best`` or ``variant`` of it: the variant is raced against the answer (``dse.search.race``) on re-runs fresh
+    for both, and answered where its mean is higher than the answer's, or as high where it uses ``fewer``
+    resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin on the
+    variant: at 3 % noise the two kept Yolov4 INT8 PND-B's 32 buffers out where they were 2 % faster (session 41).
+    The variant gets no search sample of its own (a board run the race does not use): its first race run is its
+    measurement where it wins. Either way the variant's record joins ``confirmed`` and the answer's record takes
+    its new re-runs, the answer's first."""
     head, rest = best.confirmed[0], best.confirmed[1:]
     first = head["first_rerun"] + len(head["reruns"])
     answer_runs, runs = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first)
@@ -209,6 +209,7 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     entry = _confirmed_entry(variant, True, runs, first)
     gain = sum(runs) / len(runs) - sum(answer_runs) / len(answer_runs)
     if gain > 0 or (fewer and gain == 0):
+        measured = probe.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
         best = replace(best, config=variant, measurement=measured, confirmed=[entry, head, *rest])
     else:
         best = replace(best, confirmed=[head, *rest, entry])
