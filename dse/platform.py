@@ -343,6 +343,7 @@ class Platform:
     warmup_frames: int = 40
     max_sim_frames: int = 600
     buffer_scope: str = "pipeline"    # what ``buffers`` bounds in the pipeline DES (dse.backends.sim.des)
+    full_window: bool = False         # the DES window ends with the pipeline still full (no drain in it)
     cpu_clusters: tuple[CpuCluster, ...] = ()
     cpu_freq_by_active_cores: dict[int, float] = field(default_factory=dict)   # MHz by busy cores (hot-plug/governor)
     comm: CommModel = field(default_factory=CommModel)
@@ -969,9 +970,17 @@ def platform_from_dict(d: Mapping) -> Platform:
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
         warmup_frames=int(sim.get("warmup_frames", 40)), max_sim_frames=int(sim.get("max_sim_frames", 600)),
-        buffer_scope=_buffer_scope(sim, where), cpu_clusters=clusters,
+        buffer_scope=_buffer_scope(sim, where), full_window=_flag(sim.get("full_window", False),
+                                                                 f"{where} sim.full_window"),
+        cpu_clusters=clusters,
         cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
         comm=_comm(d, where, cost), purpose=purpose, raw=dict(d))
+
+
+def _flag(value, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise DseError(f"{where} must be true or false, got {value!r}")
+    return value
 
 
 BUFFER_SCOPES = ("pipeline", "interface")

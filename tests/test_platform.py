@@ -149,6 +149,23 @@ def test_bad_buffer_scope_names_the_choices():
         platform_from_dict(d)
 
 
+def test_sim_full_window_is_a_flag():
+    """``sim.full_window`` is off unless a profile (or ``+platform.sim.full_window=true``) turns it on; anything
+    but true or false is refused, naming the value."""
+    from dse.config import compose_config
+    from dse.errors import DseError
+    from dse.platform import platform_from_dict
+    from omegaconf import OmegaConf
+
+    d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
+    assert platform_from_dict(d).full_window is False
+    d["sim"]["full_window"] = True
+    assert platform_from_dict(d).full_window is True
+    d["sim"]["full_window"] = "yes"
+    with pytest.raises(DseError, match="sim.full_window must be true or false, got 'yes'"):
+        platform_from_dict(d)
+
+
 def test_stage_thread_cpu_outside_one_core_is_refused():
     from dse.config import compose_config
     from dse.errors import DseError

@@ -9,7 +9,8 @@ BENCH_ROOT = Path(workflow.main_snakefile).resolve().parent  # the repository, w
 ALL_CORES = 1 << 16
 BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality", "compare_methods",
            "layermap_calibration", "dla_fallback", "dla_third_party", "multi_ch4", "dataflow_ch5",
-           "taskset_003", "taskset_measured", "calibration_decisions", "dram_demand", "guided_gap"]
+           "taskset_003", "taskset_measured", "calibration_decisions", "dram_demand", "sim_window",
+           "guided_gap"]
 
 
 rule bench_module:

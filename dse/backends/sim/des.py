@@ -15,7 +15,11 @@
   queue for their core, which runs one task at a time (so 2 contexts per DLA hide the GPU-side reformats).
   "host" phases (the hand-over wait at a stage boundary) hold the stream and nothing else.
 - a PND stage's streams are split between the two DLA cores.
-The unit of work is one buffer (a batch of images). Utilizations are integrated over the measured window.
+The unit of work is one buffer (a batch of images). Utilizations are integrated over the measured window: from
+the ``warmup``-th completion to ``frames`` completions later. With ``cooldown`` 0 nothing is admitted after the
+measured frames, so the window's end drains an emptying pipeline, faster than its steady state where two GPU
+stages share the GPU (``bench.sim_window``: PND-B +2.9 % median over 600 frames); ``cooldown`` frames admitted
+after them keep it full to the end (the platform's ``sim.full_window``).
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ class SimInput:
     trace: bool = False
     buffer_scope: str = "pipeline"             # "pipeline" | "interface" (see the module docstring)
     stage_thread_cpu: float = 0.0              # cores each stage's host thread keeps busy (polling its stream)
+    cooldown: int = 0                          # frames admitted after the measured ones (see ``simulate``)
 
 
 @dataclass
@@ -75,7 +80,8 @@ class SimResult:
 
 
 def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept in one place for speed
-    n_total = inp.warmup + inp.frames
+    n_end = inp.warmup + inp.frames            # the window ends at this many completions ...
+    n_total = n_end + inp.cooldown             # ... with these admitted, so the pipeline is still full then
     n_st = len(inp.stages)
     rng = np.random.default_rng(inp.seed)
     if inp.task_sigma > 0:
@@ -122,6 +128,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     start_t = [0.0] * n_total
     done_t = [0.0] * n_total
     done = 0
+    order: list[int] = []                      # frames in the order they completed
     stage_service = [0.0] * n_st
     stage_count = [0] * n_st
     pre_service = post_service = 0.0
@@ -304,9 +311,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 trace.append(("CPU post", f, t0, now, "post"))
             done_t[f] = now
             done += 1
+            order.append(f)
             if done == inp.warmup:
                 snap = (now, gpu_busy_i, gpu_load_i, cpu_i, list(dla_i))
-            if done == n_total:
+            if done == n_end:
                 return True
             try_post()
             try_pre()
@@ -343,7 +351,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             for ck, f, t0 in ended:
                 if cpu_done(ck, f, t0):
                     break
-            if done == n_total:
+            if done == n_end:
                 break
         elif kind == 3:
             phase_done(payload)
@@ -371,9 +379,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         snap = (0.0, 0.0, 0.0, 0.0, [0.0] * inp.n_dla)
     t0, g0, l0, c0, d0 = snap
     window = max(now - t0, 1e-9)
-    measured = [f for f in range(inp.warmup, n_total)]
-    # frames finish out of order: throughput over the frames completed after the warm-up snapshot
-    lat = np.array([done_t[f] - start_t[f] for f in measured])
+    # frames finish out of order: throughput and latency over the frames completed after the warm-up snapshot
+    lat = np.array([done_t[f] - start_t[f] for f in order[inp.warmup:n_end]])
     return SimResult(
         buffers_per_s=inp.frames / (window * 1e-6),
         latencies_us=lat,
