@@ -7,10 +7,10 @@ the sample. Two ends of that window are not the steady state a real board's 5,00
 - its start: with many buffers per interface, the queues fill over hundreds of frames, longer than the warm-up.
 Both weigh ``sample / 600`` times more in the sim than on the board. For every Table 3.5 row, each option's
 configuration that the decisions bench polished (``bench/results/calibration_decisions.json``) is measured
-noise-free (the per-task jitter on, ``DRAWS`` draws averaged) in the profile's window (the workflow's warm-up)
-and in a steady one: ``sim.full_window`` (frames admitted after the measured ones, so the window ends full), a
-1,500-frame warm-up and 3,000 frames. Per row: each option's window bias, the best option both ways, and Table
-3.5's option's gap to the best. The configurations stay the decisions bench's, polished in the profile's window;
+noise-free (the per-task jitter on, ``DRAWS`` draws averaged) in the profile's window (the workflow's warm-up),
+in the same window ending full (``sim.full_window``: frames admitted after the measured ones) and in a steady one:
+full, a 1,500-frame warm-up and 3,000 frames. Per row: each option's bias (profile / steady - 1) and the part of it
+the full end removes, the best option in each window, and Table 3.5's option's gap to the best. The configurations stay the decisions bench's, polished in the profile's window;
 polishing in the steady one may find others (not done here).
 
 Run: ``python -m bench.sim_window [--networks ...] [--decisions PATH] [--output PATH]`` (about 20 s per row on the
@@ -28,8 +28,9 @@ from bench.machine import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DRAWS = 4
-STEADY = ("+platform.sim.full_window=true", "benchmark.warmup=1500", "platform.sim.max_sim_frames=3000",
-          "benchmark.sample_size=3000")
+FULL = ("+platform.sim.full_window=true",)
+STEADY = (*FULL, "benchmark.warmup=1500", "platform.sim.max_sim_frames=3000", "benchmark.sample_size=3000")
+WINDOWS = {"profile": (), "full": FULL, "steady": STEADY}
 
 
 def row(network: str, precision: str, published: str, configs: dict, platform: str) -> dict:
@@ -38,7 +39,7 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
 
     fps: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="dse-window-") as tmp:
-        for window, overrides in (("profile", ()), ("steady", STEADY)):
+        for window, overrides in WINDOWS.items():
             board = search_setup(network, precision, Path(tmp) / window, platform,
                                  ("platform.noise.sigma=0", *overrides))[2]
             fps[window] = {o: round(statistics.mean(board.measure(Configuration.from_dict(c), repeat=r).fps
@@ -46,6 +47,7 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
     best = {w: max(v, key=v.get) for w, v in fps.items()}
     return {"network": network, "precision": precision, "published": published, "fps": fps,
             "bias": {o: round(fps["profile"][o] / fps["steady"][o] - 1, 4) for o in configs},
+            "full_bias": {o: round(fps["full"][o] / fps["steady"][o] - 1, 4) for o in configs},
             "best": best, "match": {w: b == published for w, b in best.items()},
             "published_ratio": {w: round(v[published] / v[best[w]], 4) if published in v else None
                                 for w, v in fps.items()}}
@@ -53,21 +55,24 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
 
 def markdown(rows: list[dict]) -> str:
     options = list(dict.fromkeys(o for r in rows for o in r["bias"]))
-    lines = ["| network | prec | Table 3.5 | window bias per option (profile / steady - 1) | best, profile window | "
-             "best, steady window | Table 3.5's option / best, profile -> steady |", "|---|---|---|---|---|---|---|"]
+    lines = ["| network | prec | Table 3.5 | bias per option, % (profile / steady - 1; full / steady - 1) | best: "
+             "profile, full, steady | Table 3.5's option / best: profile, full, steady |", "|---|---|---|---|---|---|"]
     for r in rows:
-        bias = ", ".join(f"{o} {100 * r['bias'][o]:+.1f}" for o in options if o in r["bias"])
-        ratio = " -> ".join("-" if r["published_ratio"][w] is None else f"{r['published_ratio'][w]:.3f}"
-                            for w in ("profile", "steady"))
+        bias = ", ".join(f"{o} {100 * r['bias'][o]:+.1f}; {100 * r['full_bias'][o]:+.1f}" for o in options
+                         if o in r["bias"])
+        ratio = ", ".join("-" if r["published_ratio"][w] is None else f"{r['published_ratio'][w]:.3f}"
+                          for w in WINDOWS)
         lines.append(f"| {r['network']} | {r['precision'].upper()} | {r['published']} | {bias} | "
-                     f"{r['best']['profile']} | {r['best']['steady']} | {ratio} |")
-    for w in ("profile", "steady"):
+                     f"{', '.join(r['best'][w] for w in WINDOWS)} | {ratio} |")
+    for w in WINDOWS:
         close = sum((r["published_ratio"][w] or 0) >= 0.97 for r in rows)
         lines.append(f"\n{w} window: the best option is Table 3.5's in {sum(r['match'][w] for r in rows)} of "
                      f"{len(rows)} rows; Table 3.5's option within 3 % of the best in {close}.")
     for o in options:
         b = [r["bias"][o] for r in rows if o in r["bias"]]
-        lines.append(f"- {o}: window bias median {100 * statistics.median(b):+.1f} %, max {100 * max(b):+.1f} %")
+        f = [r["full_bias"][o] for r in rows if o in r["bias"]]
+        lines.append(f"- {o}: bias median {100 * statistics.median(b):+.1f} %, max {100 * max(b):+.1f} %; ending "
+                     f"full: median {100 * statistics.median(f):+.1f} %, max {100 * max(f):+.1f} %")
     return "\n".join(lines)
 
 
@@ -86,7 +91,7 @@ def main(argv=None) -> int:
         print(f"{r['network']} {r['precision']}: best {rows[-1]['best']}", flush=True)
     print(markdown(rows))
     write_result(args.output, {"decisions": str(args.decisions), "platform": decided["platform"], "draws": DRAWS,
-                               "steady": list(STEADY), "rows": rows})
+                               "windows": {w: list(o) for w, o in WINDOWS.items()}, "rows": rows})
     return 0
 
 

@@ -200,15 +200,16 @@ class SimBackend:
         warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
         rng_seed = int(noise_rng(self.settings.seed, config.hash, repeat).integers(0, 2**31 - 1))
         scope = p.buffer_scope if config.buffers > 1 else "pipeline"
-        # frames the pipeline can hold: admitted past the measured ones where the window must end still full
-        in_flight = config.buffers * (len(planned.runtimes) + 1 if scope == "interface" else 1) + config.pre_threads
+        cooldown = 0
+        if p.full_window:       # as many frames as the pipeline holds, admitted past the measured ones
+            cooldown = config.buffers * (len(planned.runtimes) + 1 if scope == "interface" else 1) + config.pre_threads
         return SimInput(pre_us=planned.pre_us, post_us=planned.post_us, pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers,
                         cpu_cores=planned.clocks.mode.cpu_online,
                         cpu_contention=p.cpu_contention, stage_thread_cpu=p.stage_thread_cpu,
                         stages=planned.runtimes, n_dla=len(p.dla_pes()),
                         frames=n, warmup=warm, task_sigma=p.task_sigma, seed=rng_seed, trace=trace,
-                        buffer_scope=scope, cooldown=in_flight if p.full_window else 0)
+                        buffer_scope=scope, cooldown=cooldown)
 
     def measure(self, config: Configuration, *, repeat: int = 0) -> Measurement:
         """One measurement; ``repeat`` > 0 re-runs the configuration with independent noise."""
