@@ -170,9 +170,9 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
     that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
     (Yolov4 INT8 PND-B (51,175) on the Xavier, noise-free: 13 buffers 223.2 FPS, 32 buffers 228.1, no one-buffer
-    step above 0.7 %). On the virtual boards that gain is mostly the measurement window's drain, which more
-    buffers lengthen: in a window that ends full (``sim.full_window``) the same two run 221.1 and 221.2 FPS
-    (``bench.sim_window``, session 42). Only where the accelerators bound the answer:
+    step above 0.7 %). On the virtual boards part of such gains is the measurement window's drain, which more
+    buffers lengthen: in a window that ends full (``sim.full_window``) the same two run 221.1 and 221.2 FPS, while
+    other PND-B INT8 answers keep 0.7-1.3 % (session 42). Only where the accelerators bound the answer:
     one that runs the CPU busy gained nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10,
     883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
     does gain."""
