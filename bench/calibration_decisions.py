@@ -16,6 +16,7 @@ joined with ``--merge part1.json part2.json ...``.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -23,6 +24,19 @@ from bench.machine import write_result
 
 OUT = Path(__file__).resolve().parent / "results" / "calibration_decisions.json"
 TINY = ("yolov2-tiny", "yolov3-tiny", "yolov4-tiny")
+
+
+def polished_rows(doc: str, output: Path, argv=None) -> tuple[argparse.Namespace, str, list[dict]]:
+    """The command line of a bench over this bench's polished options (``--decisions``, ``--output``,
+    ``--networks``): its arguments, the decisions' platform and their rows of those networks."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--decisions", type=Path, default=OUT)
+    ap.add_argument("--output", type=Path, default=output)
+    ap.add_argument("--networks", nargs="*", default=None)
+    args = ap.parse_args(argv)
+    decided = json.loads(args.decisions.read_text())
+    return args, decided["platform"], [r for r in decided["rows"]
+                                       if not args.networks or r["network"] in args.networks]
 
 
 def main(argv=None) -> int:

@@ -14,11 +14,10 @@ Run: ``python -m bench.dram_demand [--decisions PATH] [--output PATH]`` (a few s
 """
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 from pathlib import Path
 
+from bench.calibration_decisions import polished_rows
 from bench.machine import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -58,15 +57,9 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--decisions", type=Path, default=RESULTS / "calibration_decisions.json")
-    ap.add_argument("--output", type=Path, default=RESULTS / "dram_demand.json")
-    ap.add_argument("--networks", nargs="*", default=None)
-    args = ap.parse_args(argv)
-    decided = json.loads(args.decisions.read_text())
-    rows = [row(r["network"], r["precision"], r["published"], r["configs"], decided["platform"])
-            for r in decided["rows"]
-            if {"PND-A", "PND-B"} <= set(r["configs"]) and (not args.networks or r["network"] in args.networks)]
+    args, platform, decided = polished_rows(__doc__, RESULTS / "dram_demand.json", argv)
+    rows = [row(r["network"], r["precision"], r["published"], r["configs"], platform)
+            for r in decided if {"PND-A", "PND-B"} <= set(r["configs"])]
     print("| network | precision | Table 3.5 | PND-B lead | DLA co-runner traffic B/A | GPU co-runner traffic B/A | "
           "contention bound | closes |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")
@@ -79,7 +72,7 @@ def main(argv=None) -> int:
     print(f"PND-B ahead where Table 3.5 chose PND-A: {len(against)} of {len(rows)} rows; the contention bound closes "
           f"{sum(r['closes'] for r in against)} of them (Fig. 3.12's bound on a PND-A DLA: "
           f"{100 * FIG_3_12_DLA_SLOWDOWN:.1f} %)")
-    write_result(args.output, {"decisions": str(args.decisions), "platform": decided["platform"],
+    write_result(args.output, {"decisions": str(args.decisions), "platform": platform,
                                "fig_3_12_dla_slowdown": round(FIG_3_12_DLA_SLOWDOWN, 4), "rows": rows})
     return 0
 

@@ -18,12 +18,11 @@ Run: ``python -m bench.sim_window [--networks ...] [--decisions PATH] [--output 
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import tempfile
 from pathlib import Path
 
+from bench.calibration_decisions import polished_rows
 from bench.machine import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -77,20 +76,13 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--decisions", type=Path, default=RESULTS / "calibration_decisions.json")
-    ap.add_argument("--output", type=Path, default=RESULTS / "sim_window.json")
-    ap.add_argument("--networks", nargs="*", default=None)
-    args = ap.parse_args(argv)
-    decided = json.loads(args.decisions.read_text())
+    args, platform, decided = polished_rows(__doc__, RESULTS / "sim_window.json", argv)
     rows = []
-    for r in decided["rows"]:
-        if args.networks and r["network"] not in args.networks:
-            continue
-        rows.append(row(r["network"], r["precision"], r["published"], r["configs"], decided["platform"]))
+    for r in decided:
+        rows.append(row(r["network"], r["precision"], r["published"], r["configs"], platform))
         print(f"{r['network']} {r['precision']}: best {rows[-1]['best']}", flush=True)
     print(markdown(rows))
-    write_result(args.output, {"decisions": str(args.decisions), "platform": decided["platform"], "draws": DRAWS,
+    write_result(args.output, {"decisions": str(args.decisions), "platform": platform, "draws": DRAWS,
                                "windows": {w: list(o) for w, o in WINDOWS.items()}, "rows": rows})
     return 0
 
