@@ -4,10 +4,11 @@
 reference is "every tuple, best fine-tuned") or with the best of the compared methods, all re-measured with
 noise. This bench asks the virtual board itself, noise-free (``platform.noise.sigma=0``, averaged over eight draws
 of the per-task jitter: ``bench.guided_quality.noise_free``; what infinitely many re-runs would average to): for
-each guided answer, its true FPS; the same answer with its parameters polished (``dse.backends.sim.decisions.polish``
-on one jitter draw: every value of every parameter, until none gains); and with its cuts polished too. The best known true FPS of a row is the highest of those,
-of every option the decisions bench polished (``bench/results/calibration_decisions.json``) and of the
-exhaustive reference (``bench.reference``), each measured noise-free here. Quality = true FPS / best known: the
+each guided answer, its true FPS; the same answer with its parameters polished
+(``dse.backends.sim.decisions.polish`` on one jitter draw: every value of every parameter, until none gains); and
+with its cuts polished too. The best known true FPS of a row is the highest of those, of every option the
+decisions bench polished (``bench/results/calibration_decisions.json``) and of the exhaustive reference
+(``bench.reference``), each measured noise-free here. Quality = true FPS / best known: the
 part the parameters explain is lost by the fine-tuner and the final pick among re-run starts and tuned
 configurations, the rest by the exploration.
 
