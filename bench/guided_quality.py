@@ -89,13 +89,15 @@ def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides
 
     board = [o for o in overrides if not o.startswith("platform.noise.")]
     quiet = search_setup(network, precision, tmp / "noise-free", platform, (*board, "platform.noise.sigma=0"))[2]
-    seen: dict[tuple[str, int], float] = {}
+    seen: dict[tuple[str, int], float] = {}       # (config hash, jitter draw) -> FPS
+
+    def draw(config, r: int) -> float:
+        if (config.hash, r) not in seen:
+            seen[(config.hash, r)] = score(quiet.measure(config, repeat=r))
+        return seen[(config.hash, r)]
 
     def true_fps(config, draws: int = TRUE_DRAWS) -> float:
-        key = (config.hash, draws)
-        if key not in seen:
-            seen[key] = statistics.mean(score(quiet.measure(config, repeat=r)) for r in range(draws))
-        return seen[key]
+        return statistics.mean(draw(config, r) for r in range(draws))
     return true_fps
 
 

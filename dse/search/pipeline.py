@@ -217,11 +217,6 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     return replace(best, confirmed=best.confirmed[:1] + sorted(best.confirmed[1:], key=lambda e: -e["mean"]))
 
 
-def _fresh(repeats: int) -> range:
-    """The confirmation's re-runs: after those that ranked the starts (which chose them, so favour them)."""
-    return range(repeats + 1, 2 * repeats + 1)
-
-
 def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float], first: int) -> dict:
     """One configuration's record in ``FinetuneResult.confirmed``: its fresh re-runs (repeat indices from
     ``first`` on) and their mean."""
@@ -241,7 +236,7 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
             if config.hash not in seen:
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
-    first = _fresh(repeats)[0]
+    first = repeats + 1         # after the re-runs 1..repeats that ranked the starts (they chose them)
     runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
     for e, reruns in zip(entries, runs):
         e.update(mean=sum(reruns) / len(reruns), reruns=reruns)
