@@ -150,7 +150,7 @@ def test_bad_buffer_scope_names_the_choices():
 
 
 def test_sim_full_window_is_a_flag():
-    """``sim.full_window`` is off unless a profile (or ``+platform.sim.full_window=true``) turns it on; anything
+    """``sim.full_window`` is on in the shipped Jetson profiles and off in a profile without the key; anything
     but true or false is refused, naming the value."""
     from dse.config import compose_config
     from dse.errors import DseError
@@ -158,9 +158,9 @@ def test_sim_full_window_is_a_flag():
     from omegaconf import OmegaConf
 
     d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
-    assert platform_from_dict(d).full_window is False
-    d["sim"]["full_window"] = True
     assert platform_from_dict(d).full_window is True
+    del d["sim"]["full_window"]
+    assert platform_from_dict(d).full_window is False
     d["sim"]["full_window"] = "yes"
     with pytest.raises(DseError, match="sim.full_window must be true or false, got 'yes'"):
         platform_from_dict(d)
