@@ -37,6 +37,11 @@ BOARD = (*DRAINED, "platform.sim.max_sim_frames=1000000")
 WINDOWS = {"drained": DRAINED, "full": FULL, "steady": STEADY, "board": BOARD}
 
 
+def _over(fps: dict[str, dict[str, float]], window: str, against: str) -> dict[str, float]:
+    """Per option, how far ``window`` reads over ``against`` (ratio - 1)."""
+    return {o: round(v / fps[against][o] - 1, 4) for o, v in fps[window].items()}
+
+
 def row(network: str, precision: str, published: str, configs: dict, platform: str) -> dict:
     from dse.configuration import Configuration
     from dse.workflow.phases import search_setup
@@ -50,10 +55,8 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
                                                     for r in range(DRAWS)), 2) for o, c in configs.items()}
     best = {w: max(v, key=v.get) for w, v in fps.items()}
     return {"network": network, "precision": precision, "published": published, "fps": fps,
-            "bias": {o: round(fps["drained"][o] / fps["steady"][o] - 1, 4) for o in configs},
-            "full_bias": {o: round(fps["full"][o] / fps["steady"][o] - 1, 4) for o in configs},
-            "to_board": {w: {o: round(fps[w][o] / fps["board"][o] - 1, 4) for o in configs}
-                         for w in ("drained", "full")},
+            "bias": _over(fps, "drained", "steady"), "full_bias": _over(fps, "full", "steady"),
+            "to_board": {w: _over(fps, w, "board") for w in ("drained", "full")},
             "best": best,
             "published_ratio": {w: round(v[published] / v[best[w]], 4) if published in v else None
                                 for w, v in fps.items()}}

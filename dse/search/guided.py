@@ -245,10 +245,9 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         sight = max([_best_measured(pools)]
                     + [float(p.predict(model, host_bound=False)[0].max()) for p in pools.values()])
         pre_need, post_need = model.threads_for(HOST_HEADROOM * sight)
-        cap_pre, cap_post = ((min(settings.max_pre, space.shared_cores), min(settings.max_post, space.shared_cores))
-                             if space.shared_cores else (settings.max_pre, settings.max_post))
-        pre = max(bounds["pre"], min(pre_need, cap_pre))
-        post = max(bounds["post"], min(post_need, cap_post))
+        cores = space.shared_cores or math.inf
+        pre = max(bounds["pre"], min(pre_need, settings.max_pre, cores))
+        post = max(bounds["post"], min(post_need, settings.max_post, cores))
         if (pre, post) != (bounds["pre"], bounds["post"]):
             bounds = {**bounds, "pre": pre, "post": post, "buffers": max(bounds["buffers"], pre, post)}
             for o, p in pools.items():
