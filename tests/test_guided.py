@@ -578,23 +578,25 @@ def test_threads_stop_at_the_cores_the_inference_shares(board):
     assert shared.shared_cores == host.mapping_cores() >= 1
 
 
-def test_check_round_takes_the_cheapest_of_the_tuples_within_the_noise_of_the_best(board):
-    """Tuples the model ranks within the noise of its best are equal to it; the check measures the one whose
-    engines are built first. Outside the noise the predicted mean decides, as before."""
+def test_check_round_takes_the_models_best_then_the_cheapest_within_the_noise_of_it(board):
+    """The check measures the model's best unmeasured tuple (what it is most sure of), then, of the tuples it
+    ranks within the noise of that one, those whose engines are built first; outside the noise the predicted
+    mean decides."""
     from dse.search.guided import _check_round, _Pool
 
     _, space, base = board
-    cuts = np.array([[10, 50], [20, 60], [30, 70], [40, 80]])
+    cuts = np.array([[10, 50], [20, 60], [30, 70], [40, 80], [50, 90]])
     pool = _Pool(base.with_(option="PND-B"), cuts)
-    preds = {"PND-B": (np.array([100.0, 99.5, 90.0, 80.0]), np.ones(4))}
+    preds = {"PND-B": (np.array([100.0, 99.5, 90.0, 80.0, 99.8]), np.ones(5))}
     cheap = {(20, 60): 10.0, (40, 80): 1.0}
 
     def cost(option, c, fps):
         return cheap.get(c, 100.0)
 
-    assert _check_round({"PND-B": pool}, preds, 1, 0.01, cost) == [("PND-B", (20, 60))]
-    assert _check_round({"PND-B": pool}, preds, 1, 0.001, cost) == [("PND-B", (10, 50))]
-    assert _check_round({"PND-B": pool}, preds, 4, 0.01, cost) == [("PND-B", c) for c in
-                                                                   [(20, 60), (10, 50), (30, 70), (40, 80)]]
-    pool.measured[(20, 60)] = 99.0
     assert _check_round({"PND-B": pool}, preds, 1, 0.01, cost) == [("PND-B", (10, 50))]
+    assert _check_round({"PND-B": pool}, preds, 2, 0.01, cost) == [("PND-B", (10, 50)), ("PND-B", (20, 60))]
+    assert _check_round({"PND-B": pool}, preds, 2, 0.001, cost) == [("PND-B", (10, 50)), ("PND-B", (50, 90))]
+    assert _check_round({"PND-B": pool}, preds, 5, 0.01, cost) == [("PND-B", c) for c in
+                                                                   [(10, 50), (20, 60), (50, 90), (30, 70), (40, 80)]]
+    pool.measured[(10, 50)] = 99.0
+    assert _check_round({"PND-B": pool}, preds, 2, 0.01, cost) == [("PND-B", (50, 90)), ("PND-B", (20, 60))]
