@@ -470,6 +470,24 @@ def test_finetune_raises_parameters_that_help():
     assert r.config.buffers >= r.config.pre_threads
 
 
+def test_finetune_keeps_only_raises_that_gain_more_than_the_margin():
+    """With ``margin`` (the noise of one measurement) a raise is kept only where it gains more than that: a
+    parameter worth 0.4 % a step is left where it was, one worth 50 % is raised as before, and the steps the
+    small gains would have cost are not measured."""
+    def board(cfg):
+        return Measurement(config=cfg, fps=100.0 * min(cfg.pre_threads, 3) * (1 + 0.004 * cfg.buffers),
+                           backend="analytic")
+
+    model = Model([0.2] * 40, pre_ms=0.1, post_ms=0.1)
+    start = BASE.with_(option="E", streams=(1,), buffers=1, pre_threads=1, post_threads=1)
+    settings = fast(degradation=0.0, max_pre=4, max_post=2, max_buffers=8, max_streams=1)
+    plain = finetune(model.space(), CachingEvaluator(board), start, settings)
+    noisy = finetune(model.space(), CachingEvaluator(board), start, settings, margin=0.01)
+    assert (plain.config.pre_threads, plain.config.buffers) == (3, 8)
+    assert (noisy.config.pre_threads, noisy.config.buffers) == (3, 3)
+    assert noisy.points < plain.points
+
+
 def test_finetune_rebalances_gpu_streams():
     # big last GPU stage, tiny first one: moving streams to the last stage pays
     model = Model(costs_bumpy(60), ratio=2.8, pre_ms=0.5, post_ms=0.5, gpu_speed=(1.0, 1.6, 2.1, 2.5, 2.8))

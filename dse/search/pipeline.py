@@ -128,9 +128,10 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
                    settings: SearchSettings, noise: float = 0.0) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
-    (with ``guided_repeats``) re-runs every start and every tuned configuration that many times on fresh noise
-    and answers the best mean: a tuned configuration whose single sample was lucky, or a start that tuning only
-    seemed to improve, no longer wins by that sample; a later finalist whose raised parameters stay more than
+    (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise, re-runs
+    every start and every tuned configuration that many times on fresh noise and answers the best mean: a tuned
+    configuration whose single sample was lucky, or a start that tuning only seemed to improve, no longer wins by
+    that sample; a later finalist whose raised parameters stay more than
     twice the noise (``noise``, relative) under an earlier one's is not lowered again, and the answer is tried with
     every buffer where the accelerators bound it, or with one pre-processing thread fewer where it ran the CPU
     fully busy. Otherwise the best tuned one wins, the first on a tie."""
@@ -141,7 +142,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
-            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind))
+            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind, noise))
         best = _confirm(probe, starts, results, settings.guided_repeats, noise)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
