@@ -131,10 +131,10 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise, re-runs
     every start and every tuned configuration that many times on fresh noise and answers the best mean: a tuned
     configuration whose single sample was lucky, or a start that tuning only seemed to improve, no longer wins by
-    that sample; a later finalist whose raised parameters stay more than
-    twice the noise (``noise``, relative) under an earlier one's is not lowered again, and the answer is tried with
-    every buffer where the accelerators bound it, or with one pre-processing thread fewer where it ran the CPU
-    fully busy. Otherwise the best tuned one wins, the first on a tie."""
+    that sample; a later finalist whose raised parameters stay more than twice the noise (``noise``, relative)
+    under an earlier one's is not lowered again, and the answer is tried with every buffer where the accelerators
+    bound it, or with one pre-processing thread fewer where it ran the CPU fully busy. Otherwise the best tuned
+    one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
