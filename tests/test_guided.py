@@ -579,9 +579,9 @@ def test_threads_stop_at_the_cores_the_inference_shares(board):
 
 
 def test_check_round_takes_the_models_best_then_the_cheapest_within_the_noise_of_it(board):
-    """The check measures the model's best unmeasured tuple (what it is most sure of), then, of the tuples it
-    ranks within the noise of that one, those whose engines are built first; outside the noise the predicted
-    mean decides."""
+    """The check measures the model's best unmeasured tuple (the one the check is there to test), then, of the
+    tuples it ranks within the noise of that one, those whose engines are built first; outside the noise the
+    predicted mean decides."""
     from dse.search.guided import _check_round, _Pool
 
     _, space, base = board
