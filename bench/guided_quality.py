@@ -30,6 +30,7 @@ import dataclasses
 import itertools
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -101,6 +102,14 @@ def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides
     return true_fps
 
 
+def _progress(network: str, precision: str, method: str, run, seconds: float) -> None:
+    """One line per finished search (stderr): a real board's row takes many minutes, and a run cut short by its
+    time limit still shows what each search answered and spent."""
+    probe, answer, extra = run
+    print(f"  {network} {precision} {method}: {extra['selected']} at {answer.fps:.1f} FPS after "
+          f"{len(probe.asked)} measurements, {seconds:.0f} s", file=sys.stderr, flush=True)
+
+
 def _round(x: float | None, digits: int = 3) -> float | None:
     return None if x is None else round(x, digits)
 
@@ -132,6 +141,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
+            _progress(network, precision, method, runs[method], seconds[method])
         budget = len(runs["guided"][0].asked) if "guided" in runs else None
         options = list(settings.options or space.options)
         for method in [m for m in ("random", "optuna-tpe") if m in methods]:
@@ -143,6 +153,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             runs[method] = (probe, r2.measurement, {"selected": describe(r2.config)})
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
+            _progress(network, precision, method, runs[method], seconds[method])
         ev = Evaluator(backend, seed=seed)        # re-measurements: fresh repeats of every answer
         sim = backend.name == "sim"       # a real backend has no truth to ask but its own noisy runs
         true_fps = noise_free(network, precision, Path(tmp), platform, overrides) if sim else lambda config: None

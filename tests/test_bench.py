@@ -173,12 +173,16 @@ def test_true_fps_averages_the_task_jitter_draws(tmp_path):
 def test_guided_quality_runs_a_subset_of_its_methods(capsys):
     """Where a board's time is short (a lent machine) only the guided and the default search run: the row holds
     those two, the reference is the better of them. Random and Optuna TPE without guided, whose budget they
-    spend, are refused, naming the subset."""
+    spend, are refused, naming the subset. Each search reports its answer as it ends, so a run cut short by the
+    lease's time limit still shows what it found."""
     from bench.guided_quality import main, one
 
     row = one("tiny-detector", "int8", repeats=2, methods=("guided", "default"))
     assert set(row["methods"]) == {"guided", "default"} and set(row["seconds"]) == {"guided", "default"}
     assert max(r["true_quality"] for r in row["methods"].values()) == 1.0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "tiny-detector int8" in ln]
+    assert [ln.split(":")[0].split()[-1] for ln in lines] == ["guided", "default"], lines
+    assert f"{row['methods']['guided']['measured']} measurements" in lines[0], lines
     with pytest.raises(SystemExit):
         main(["--methods", "default", "random"])
     assert "--methods default random: random and optuna-tpe spend the guided" in capsys.readouterr().err
