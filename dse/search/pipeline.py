@@ -142,7 +142,8 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
-            results.append(_transfer(probe, s, donor) if donor else finetune(space, probe, s, settings, behind, noise))
+            results.append(_transfer(probe, s, donor) if donor
+                           else finetune(space, probe, s, settings, behind, margin=noise))
         best = _confirm(probe, starts, results, settings.guided_repeats, noise)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
