@@ -413,11 +413,36 @@ def test_local_round_steps_along_each_cut_from_the_best_measured(board):
     class Flat:
         lengths, length = {}, 4.0
 
+    preds = {"A": (np.full(len(cuts), 95.0), np.full(len(cuts), 0.01))}
     polished = set()
-    picks = _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished)
+    picks = _local_round({"A": pool}, Flat(), preds, np.log(100.0), 0.01, 8, polished)
     assert picks and all(o == "A" and abs(c[0] - mid[0]) <= 3 and pool.has(c) for o, c in picks)
     assert {c[0] < mid[0] for _, c in picks} == {True, False}      # both directions
-    assert _local_round({"A": pool}, Flat(), np.log(100.0), 0.01, 8, polished) == []   # once per centre
+    assert _local_round({"A": pool}, Flat(), preds, np.log(100.0), 0.01, 8, polished) == []   # once per centre
+
+
+def test_local_round_leaves_out_neighbours_predicted_far_below(board):
+    """A step the model puts more than LOCAL_REACH and two noises under the incumbent is not measured (outward
+    steps are: the test below gives them such predictions)."""
+    from dse.search.guided import LOCAL_REACH, _local_round, _Pool
+
+    _, space, base = board
+    cuts = candidate_tuples(space, 1)
+    pool = _Pool(base.with_(option="A"), cuts)
+    mid = tuple(int(c) for c in cuts[len(cuts) // 2])
+    pool.measured = {mid: 100.0}
+
+    class Flat:
+        lengths, length = {}, 4.0
+
+    far = 100.0 * (1 - LOCAL_REACH - 2 * 0.01) - 0.5
+    preds = {"A": (np.full(len(cuts), far), np.full(len(cuts), 0.01))}
+    assert _local_round({"A": pool}, Flat(), preds, np.log(100.0), 0.01, 8, set()) == []
+    steps = _local_round({"A": pool}, Flat(), {"A": (np.full(len(cuts), 99.0), preds["A"][1])}, np.log(100.0),
+                         0.01, 8, set())
+    assert len(steps) >= 2
+    preds["A"][0][pool.row(steps[0][1])] = far + 1.0        # just inside the reach: measured alone
+    assert _local_round({"A": pool}, Flat(), preds, np.log(100.0), 0.01, 8, set()) == [steps[0]]
 
 
 def test_local_round_once_per_region(board):
@@ -435,15 +460,16 @@ def test_local_round_once_per_region(board):
     class Wide:
         lengths, length = {}, 6.0           # a step of 3 layers
 
+    preds = {"A": (np.full(len(cuts), 100.0), np.full(len(cuts), 0.01))}
     polished = set()
-    picks = _local_round({"A": pool}, Wide(), np.log(100.0), 0.01, 8, polished)
+    picks = _local_round({"A": pool}, Wide(), preds, np.log(100.0), 0.01, 8, polished)
     near = next(c for c in rows if 0 < abs(c[0] - mid[0]) < 3 and ("A", c) not in picks)
     pool.measured[near] = 101.0
-    assert picks and _local_round({"A": pool}, Wide(), np.log(101.0), 0.01, 8, polished) == []
+    assert picks and _local_round({"A": pool}, Wide(), preds, np.log(101.0), 0.01, 8, polished) == []
     pool.measured[picks[0][1]] = 101.5      # a whole step away
-    assert _local_round({"A": pool}, Wide(), np.log(101.5), 0.01, 8, polished)
+    assert _local_round({"A": pool}, Wide(), preds, np.log(101.5), 0.01, 8, polished)
     pool.measured[rows[0]] = 102.0          # far from every polished centre
-    assert abs(rows[0][0] - mid[0]) > 6 and _local_round({"A": pool}, Wide(), np.log(102.0), 0.01, 8, polished)
+    assert abs(rows[0][0] - mid[0]) > 6 and _local_round({"A": pool}, Wide(), preds, np.log(102.0), 0.01, 8, polished)
 
 
 def test_a_plateau_flatter_than_the_noise_counts_as_measured(board):
@@ -534,11 +560,12 @@ def test_local_round_steps_outwards_where_a_far_option_rises_towards_an_edge(boa
         lengths, length = {}, 4.0
 
     incumbent = np.log(200.0)                       # another option's: A is far outside the window
+    preds = {"A": (np.full(len(cuts), 90.0), np.full(len(cuts), 0.01))}     # the model sees no rise past the edge
     pool.measured = dict(zip(rows, (100.0, 90.0, 80.0)))      # rising towards the lowest cut measured
-    picks = _local_round({"A": pool}, Flat(), incumbent, 0.01, 8, set())
+    picks = _local_round({"A": pool}, Flat(), preds, incumbent, 0.01, 8, set())
     assert picks and all(c[0] < rows[0][0] and pool.has(c) for _, c in picks)     # outwards only
     pool.measured = dict(zip(rows, (90.0, 100.0, 80.0)))      # best in the middle: nothing to extrapolate
-    assert _local_round({"A": pool}, Flat(), incumbent, 0.01, 8, set()) == []
+    assert _local_round({"A": pool}, Flat(), preds, incumbent, 0.01, 8, set()) == []
 
 
 def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
