@@ -454,7 +454,7 @@ def _local_round(pools, model: BoardModel, preds, incumbent: float, noise: float
     does not extrapolate past (Orin yolov4-csp FP16: PND-A rose from 150 to 233 FPS as its cut fell to 31, the
     model kept E's 254 best, and PND-A (23) runs 293)."""
     picks = []
-    floor = incumbent + math.log(1 - LOCAL_REACH - 2 * noise)
+    floor = math.exp(incumbent) * (1 - LOCAL_REACH - 2 * noise)     # FPS
     near = sorted(((max(p.measured.values()), o) for o, p in pools.items() if p.measured), reverse=True)
     for fps, o in near:
         p = pools[o]
@@ -480,7 +480,7 @@ def _local_round(pools, model: BoardModel, preds, incumbent: float, noise: float
                     if cuts in p.measured:
                         break
                     if p.has(cuts):
-                        if (i, sign) in outward or preds[o][0][p.row(cuts)] >= math.exp(floor):
+                        if (i, sign) in outward or preds[o][0][p.row(cuts)] >= floor:
                             picks.append((o, cuts))
                         break
     return picks[:k]
