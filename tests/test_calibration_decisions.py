@@ -134,3 +134,28 @@ def test_bench_parts_merge_in_table_order_and_refuse_mixed_overrides(tmp_path):
         main(["--networks", "yolov4-tiny", "--merge", str(a), str(other), "--output", str(out)])
     with pytest.raises(DseError, match="no part has the rows yolov4-tiny/fp16"):
         main(["--networks", "yolov4-tiny", "--merge", str(a), "--output", str(out)])
+
+
+def test_grid_best_starts_a_second_climb_on_the_hill_the_first_one_cannot_reach():
+    from dse.backends.sim.decisions import grid_best, polish
+    from dse.configuration import Configuration
+    from dse.search.space import SearchSpace
+
+    space = SearchSpace(n_layers=40, feasible_cuts=list(range(39)),
+                        check_cuts=lambda cuts: "layer 12" if 12 in cuts else None,
+                        stage_pe_types={"PND-B": ["GPU", "DLA", "GPU"]})
+
+    def fps(c: Configuration) -> float:     # a broad low hill at (5, 15), a narrow high one at (31, 37)
+        near = 90.0 - abs(c.cuts[0] - 5) - abs(c.cuts[1] - 15)
+        far = 100.0 - 5 * (abs(c.cuts[0] - 31) + abs(c.cuts[1] - 37))
+        return max(near, far, 60.0)
+
+    start = Configuration(benchmark="n", platform="p", option="PND-B", cuts=(6, 14), streams=(1, 2, 1), buffers=4,
+                          pre_threads=2, post_threads=1)
+    caps = {"pre": 2, "post": 1, "buffers": 4, "s0": 1, "s1": 2, "s2": 1}
+    assert polish(fps, start, caps, space).cuts == (5, 15)       # the climb stays on its hill
+    asked = []
+    found = grid_best(lambda c: asked.append(c.cuts) or fps(c), start, space, limit=60)
+    assert found.cuts == (31, 37) and (found.streams, found.pre_threads) == (start.streams, start.pre_threads)
+    assert all(12 not in c and c[0] < c[1] for c in asked)     # only feasible tuples are measured
+    assert len(asked) < 120 < 39 * 38 // 2                      # coarse to fine, not every tuple
