@@ -118,7 +118,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
     from dse.search import Probe
     from dse.search.exhaustive import feasible_tuples
     from dse.search.finetune import finetune
-    from dse.search.params import search_config
+    from dse.search.params import full_stream_config
     from dse.search.pipeline import maximize_phase
     from dse.search.probe import score
     from dse.search.streams import stream_tuple
@@ -154,13 +154,12 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         done = 0
         for option in swept:
             t_opt = time.perf_counter()
-            streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
-                                   main_pe=space.main_pe, share_main=False)     # the guided search's template
+            template = full_stream_config(space, base, option, (), bounds, settings)   # the guided search's
             tuples = by_n[space.n_cuts(option)]
             best = (-1.0, ())
             failed = 0
             for i, cuts in enumerate(tuples, 1):
-                c = search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)
+                c = template.with_(cuts=tuple(int(x) for x in cuts))
                 m = probe.measure(c, PHASE)
                 fps = score(m)
                 failed += not m.ok
@@ -173,8 +172,8 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                     say(f"  {option}: {i}/{len(tuples)} ({done}/{total} overall, {1000 * el / done:.1f} ms/tuple, "
                         f"ETA sweep {el / done * (total - done) / 60:.1f} min)")
             dt = time.perf_counter() - t_opt
-            option_stats[option] = {"cuts": space.n_cuts(option), "streams": list(streams), "tuples": len(tuples),
-                                    "failed": failed, "best_single_fps": best[0], "best_cuts": list(best[1]),
+            option_stats[option] = {"cuts": space.n_cuts(option), "streams": list(template.streams),
+                                    "tuples": len(tuples), "failed": failed, "best_single_fps": best[0], "best_cuts": list(best[1]),
                                     "seconds": round(dt, 2)}
             say(f"  {option:6s} {len(tuples):6d} tuples in {dt:7.1f} s ({1000 * dt / max(len(tuples), 1):.1f} "
                 f"ms/tuple), best single {best[0]:.1f} FPS at {describe(option, best[1])}"

@@ -35,11 +35,10 @@ from dse.search.board_model import (
     StageRow,
     fit_board_model,
 )
-from dse.search.params import check_bounds, search_config
+from dse.search.params import check_bounds, full_stream_config, search_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
-from dse.search.streams import stream_tuple
 
 PHASE = "guided"
 STRATEGY = "guided"
@@ -206,11 +205,9 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     options = [o for o in (options or space.options) if o in roles]
     pools: dict[str, _Pool] = {}
     for o in options:
-        streams = stream_tuple(space.stages(o), bounds["streams"], dla_streams=settings.dla_streams,
-                               main_pe=space.main_pe, share_main=False)
         cuts = candidate_tuples(space, space.n_cuts(o))
         if len(cuts):
-            pools[o] = _Pool(search_config(base, o, (), streams, bounds, settings.pipeline_buffers), cuts)
+            pools[o] = _Pool(full_stream_config(space, base, o, (), bounds, settings), cuts)
     if not pools:
         raise DseError("no mapping option has a feasible cut tuple to explore")
     main_resource = next((r.resources[0] for rs in roles.values() for r in rs

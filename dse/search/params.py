@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 
 from dse.configuration import Configuration
 from dse.errors import DseError
+from dse.search.streams import stream_tuple
 
 BOUND_KEYS = ("pre", "post", "buffers", "streams")
 
@@ -43,3 +44,12 @@ def search_config(base: Configuration, option: str, cuts: Sequence[int], streams
     if pipeline_buffers and len(streams) > 1:
         buffers = max(buffers, int(bounds["pre"]) + int(bounds["post"]) + sum(streams))
     return make_config(base, option, cuts, streams, pre=bounds["pre"], post=bounds["post"], buffers=buffers)
+
+
+def full_stream_config(space, base: Configuration, option: str, cuts: Sequence[int], bounds: Mapping[str, int],
+                       settings) -> Configuration:
+    """``search_config`` with every main-PE stage at the maximizer's whole stream count (``share_main=False``):
+    what the guided search explores, the exhaustive reference sweeps and the decisions' cut grid measures."""
+    streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
+                           main_pe=space.main_pe, share_main=False)
+    return search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)

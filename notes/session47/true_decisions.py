@@ -1,11 +1,10 @@
 """Each option's polished configuration in bench/results/calibration_decisions.json, noise-free: FPS on jitter draw 0 / mean over
 eight draws / the table's noisy 5-re-run mean (run from the repository root: python notes/session47/true_decisions.py)."""
-import json, sys, tempfile
+import json, tempfile
 from pathlib import Path
 from bench.guided_quality import noise_free
 from dse.configuration import Configuration
 d = json.load(open("bench/results/calibration_decisions.json"))
-out = []
 for r in d["rows"]:
     with tempfile.TemporaryDirectory() as tmp:
         tf = noise_free(r["network"], r["precision"], Path(tmp), "xavier-agx-sim", ("seed=0", "search.strategy=proposed"))

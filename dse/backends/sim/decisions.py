@@ -84,9 +84,8 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
     from dse.evaluate import Evaluator
     from dse.search import Probe, finetune_phase, run_search, search_phase
     from dse.search.finetune import parameter_caps
-    from dse.search.params import search_config
+    from dse.search.params import full_stream_config
     from dse.search.probe import score
-    from dse.search.streams import stream_tuple
     from dse.workflow.phases import search_setup
 
     if (network, precision) not in TABLE_3_5:
@@ -102,11 +101,6 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
         tuned, finetuned, configs = {}, {}, {}
         bounds = searched.maximize.bounds
 
-        def template(option: str) -> Configuration:       # the guided search's and the exhaustive reference's
-            streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
-                                   main_pe=space.main_pe, share_main=False)
-            return search_config(base, option, (), streams, bounds, settings.pipeline_buffers)
-
         def fps(c: Configuration) -> float:
             return score(quiet.measure(c))
         fresh = range(1, repeats + 1)
@@ -117,7 +111,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
             best = finetune_phase(space, probe, found.best.best_config, settings)
             caps = parameter_caps(space, option, settings)
             polished = polish(fps, best.config, caps, space)
-            searched_at = template(option).with_(cuts=found.best.best_config.cuts)   # the grid's parameters
+            searched_at = full_stream_config(space, base, option, found.best.best_config.cuts, bounds, settings)
             start = grid_best(fps, searched_at, space) if len(searched_at.cuts) > 1 else None
             if start is not None and fps(start) > fps(searched_at):
                 polished = max(polished, polish(fps, start, caps, space), key=fps)
