@@ -173,8 +173,8 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                         f"ETA sweep {el / done * (total - done) / 60:.1f} min)")
             dt = time.perf_counter() - t_opt
             option_stats[option] = {"cuts": space.n_cuts(option), "streams": list(template.streams),
-                                    "tuples": len(tuples), "failed": failed, "best_single_fps": best[0], "best_cuts": list(best[1]),
-                                    "seconds": round(dt, 2)}
+                                    "tuples": len(tuples), "failed": failed, "best_single_fps": best[0],
+                                    "best_cuts": list(best[1]), "seconds": round(dt, 2)}
             say(f"  {option:6s} {len(tuples):6d} tuples in {dt:7.1f} s ({1000 * dt / max(len(tuples), 1):.1f} "
                 f"ms/tuple), best single {best[0]:.1f} FPS at {describe(option, best[1])}"
                 + (f", {failed} failed" if failed else ""))
