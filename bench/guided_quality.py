@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 from bench.machine import load_average, write_result
 from bench.reference import remeasure
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
+from dse.backends.sim.truth import true_fps
 from dse.workflow.phases import search_setup
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -48,7 +49,6 @@ TARGET_QUALITY = 0.99
 TABLE_3_4_YOLOV4_INT8_HOURS = 10.1
 REPEAT_ANSWER = 1000     # repeat indices of the answers' re-measurements (fresh noise, never a search's own)
 REPEAT_CURVE = 2000
-TRUE_DRAWS = 8           # task-jitter draws a true (noise-free) FPS averages (``noise_free``)
 
 
 def search_costs(asked, backend, settings, reruns=()) -> dict:
@@ -81,25 +81,11 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
 
 def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides: Sequence[str]
                ) -> Callable[..., float]:
-    """A configuration's true FPS on this virtual board: the mean of its measurements with the measurement noise
-    off (``platform.noise.sigma=0``, the other overrides kept) over ``draws`` (``TRUE_DRAWS``) draws of the
-    per-task jitter (repeats 0, 1, ...), memoized. One draw is not enough: where many streams share the
-    accelerators, one 600-frame window is far from the mean of many (Yolov4-tiny INT8 D (25,29,49) with streams
-    7,7,6,1: 841-901 FPS over eight draws, mean 867; repeat 0 alone gave the luckiest, 900.8)."""
-    from dse.search.probe import score
-
+    """``dse.backends.sim.truth.true_fps`` on this run's virtual board: the measurement noise off
+    (``platform.noise.sigma=0``), the other overrides kept."""
     board = [o for o in overrides if not o.startswith("platform.noise.")]
     quiet = search_setup(network, precision, tmp / "noise-free", platform, (*board, "platform.noise.sigma=0"))[2]
-    seen: dict[tuple[str, int], float] = {}       # (config hash, jitter draw) -> FPS
-
-    def draw(config, r: int) -> float:
-        if (config.hash, r) not in seen:
-            seen[(config.hash, r)] = score(quiet.measure(config, repeat=r))
-        return seen[(config.hash, r)]
-
-    def true_fps(config, draws: int = TRUE_DRAWS) -> float:
-        return statistics.mean(draw(config, r) for r in range(draws))
-    return true_fps
+    return true_fps(quiet)
 
 
 def _progress(network: str, precision: str, method: str, run, seconds: float) -> None:

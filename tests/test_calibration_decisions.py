@@ -50,6 +50,30 @@ def test_decisions_table_counts():
     assert "Same option as Table 3.5 in 2 of 3 runs" in text
     assert "within 3% of the virtual board's best in 2 of 3" in text
     assert "the search's own pick equals Table 3.5's in 1 of 3" in text
+    assert "By true FPS" not in text and text.count("| - |") == 3          # no true FPS recorded
+    rows[0].true = {"PND-A": 211.0, "PND-B": 212.0}     # the re-runs chose PND-A, the truth PND-B by 0.5 %
+    rows[1].true = {"PND-A": 290.0, "PND-B": 280.0}
+    text = decisions_table(rows)
+    assert "| 213.0 | PND-B, -0.5 % |" in text and "| 296.0 | PND-A, same |" in text
+    assert "By true FPS (2 rows): the same option in 1, within 3% in 2." in text
+
+
+def test_true_fps_of_stored_polished_configurations(tmp_path):
+    """A row decided before true FPS was recorded gets them from its stored configurations: the noise-free board's
+    mean over the jitter draws, the same that ``decide`` records (``with_true`` changes nothing that has them)."""
+    from dse.backends.sim.decisions import with_true
+    from dse.backends.sim.truth import true_fps
+    from dse.workflow.phases import search_setup
+
+    quiet, base = search_setup("tiny-detector", "int8", tmp_path, "xavier-agx-sim", ("platform.noise.sigma=0",))[2::3]
+    configs = {"E": base.with_(streams=(3,), buffers=12, pre_threads=3), "E2": base.with_(streams=(1,), buffers=2)}
+    d = Decision("tiny-detector", "int8", "E", "E", {"E": 1.0, "E2": 2.0},
+                 {o: c.to_dict() for o, c in configs.items()})
+    got = with_true(d, overrides=("platform.noise.sigma=0.03",))
+    truth = true_fps(quiet)
+    assert got.true == {o: truth(c) for o, c in configs.items()} and got.true["E"] > got.true["E2"]
+    assert got.best_true == "E" and got.best == "E2"          # the truth and the re-runs disagree here
+    assert with_true(got) is got
 
 
 def test_markdown_block_replaces_only_between_markers(tmp_path):

@@ -5,14 +5,16 @@ board's choice is the option of the best configuration found: every option gets 
 local exploration) and the fine-tuner, then ``polish`` (every value of every parameter and every position of
 each cut on the noise-free board, until none gains; an option of two or more cuts also from the best tuple of a
 coarse grid over its cuts, ``grid_best``, where that beats the search's tuple at the grid's parameters, keeping
-the polish of the higher noise-free FPS over ``DRAWS`` jitter draws), and each polished configuration is
-re-measured ``repeats`` times with fresh noise; the best mean wins. The fine-tuner alone is no measure of an
+the polish of the higher true FPS, ``dse.backends.sim.truth``), and each polished configuration is re-measured
+``repeats`` times with fresh noise; the best mean wins. Each polished configuration's true FPS is kept beside it:
+the choice without the re-runs' noise. The fine-tuner alone is no measure of an
 option: it gives back up to ``search.degradation`` for fewer resources and stops raising a parameter at the first
 value that measures no better (Yolov2-tiny INT8, E: 11 buffers 861 FPS noise-free, 14 buffers 915). The search's own pick (``run_search``, which ranks the options before fine-tuning and tunes only the
 winner) is kept next to it: where the two differ, the search's early ranking decided, not the board model.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import tempfile
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from dse.backends.sim.calibration import LABEL, TABLE_3_5, Anchor
+from dse.backends.sim.truth import true_fps
 from dse.configuration import Configuration
 from dse.errors import DseError
 
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
 
 REPEATS = 5
 GRID = 600             # cut tuples per level of the coarse-to-fine grid that gives an option's polish a second start
-DRAWS = 8              # jitter draws that choose between an option's two polishes
 WITHIN = 0.03          # Table 3.5's option must be within 3 % of the virtual board's best where they differ
 # Public JEDI figures: Yolov4-tiny FP16, GPU only with the techniques 620 FPS beats GPU + DLA 598 FPS.
 JEDI_Y4T_FP16 = (620.0, 598.0)
@@ -44,10 +46,21 @@ class Decision:
     tuned: dict[str, float]              # option -> mean FPS of its polished best over the re-runs
     configs: dict[str, dict] = field(default_factory=dict)
     finetuned: dict[str, float] = field(default_factory=dict)   # option -> the same for the fine-tuner's answer
+    true: dict[str, float] = field(default_factory=dict)        # option -> true FPS of its polished best
 
     @property
     def best(self) -> str:
         return max(self.tuned, key=lambda o: self.tuned[o])
+
+    @property
+    def best_true(self) -> str | None:
+        """The virtual board's choice by true FPS (None where not recorded)."""
+        return max(self.true, key=lambda o: self.true[o]) if self.true else None
+
+    @property
+    def close_true(self) -> bool:
+        """``close`` by true FPS."""
+        return bool(self.true) and self.true.get(self.published, 0.0) >= (1 - WITHIN) * self.true[self.best_true]
 
     @property
     def match(self) -> bool:
@@ -70,13 +83,15 @@ class Decision:
     @classmethod
     def from_dict(cls, d: dict) -> "Decision":
         return cls(d["network"], d["precision"], d["published"], d["searched"], dict(d["tuned"]),
-                   dict(d.get("configs") or {}), dict(d.get("finetuned") or {}))
+                   dict(d.get("configs") or {}), dict(d.get("finetuned") or {}), dict(d.get("true") or {}))
 
     def to_dict(self) -> dict:
         return {"network": self.network, "precision": self.precision, "published": self.published,
                 "searched": self.searched, "best": self.best, "match": self.match, "ratio": round(self.ratio, 4),
                 "tuned": {o: round(v, 2) for o, v in self.tuned.items()},
-                "finetuned": {o: round(v, 2) for o, v in self.finetuned.items()}, "configs": self.configs}
+                "finetuned": {o: round(v, 2) for o, v in self.finetuned.items()},
+                "true": {o: round(v, 2) for o, v in self.true.items()}, "best_true": self.best_true,
+                "configs": self.configs}
 
 
 def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overrides: Iterable[str] = (),
@@ -86,7 +101,6 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
     from dse.search import Probe, finetune_phase, run_search, search_phase
     from dse.search.finetune import parameter_caps
     from dse.search.params import full_stream_config
-    from dse.search.probe import score
     from dse.workflow.phases import search_setup
 
     if (network, precision) not in TABLE_3_5:
@@ -95,19 +109,15 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
     with tempfile.TemporaryDirectory(prefix="dse-decide-") as tmp:
         setup = (f"seed={seed}", "search.strategy=proposed", *overrides)
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, setup)
-        quiet = search_setup(network, precision, Path(tmp) / "quiet", platform,
-                             (*setup, "platform.noise.sigma=0"))[2]       # what polish measures on
+        truth = _truth(network, precision, Path(tmp), platform, setup)
         probe = Probe(Evaluator(backend, seed=seed))
         searched = run_search(space, probe, base, settings)
-        tuned, finetuned, configs = {}, {}, {}
+        tuned, finetuned, configs, true = {}, {}, {}, {}
         bounds = searched.maximize.bounds
 
         def fps(c: Configuration) -> float:
-            return score(quiet.measure(c))
-
-        def steady(c: Configuration) -> float:
-            """Noise-free FPS over ``DRAWS`` jitter draws: a climb measures one draw and may end on a lucky one."""
-            return sum(score(quiet.measure(c, repeat=r)) for r in range(DRAWS)) / DRAWS
+            """What polish climbs on: the noise-free board's jitter draw 0 (a climb may end on a lucky draw)."""
+            return truth(c, 1)
         fresh = range(1, repeats + 1)
         for option in options or space.options:
             found = search_phase(space, probe, base, bounds, settings, [option])
@@ -119,13 +129,34 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
             searched_at = full_stream_config(space, base, option, found.best.best_config.cuts, bounds, settings)
             start = grid_best(fps, searched_at, space) if len(searched_at.cuts) > 1 else None
             if start is not None and fps(start) > fps(searched_at):
-                polished = max((polished, polish(fps, start, caps, space)), key=steady)
+                polished = max((polished, polish(fps, start, caps, space)), key=truth)
             for into, config in ((finetuned, best.config), (tuned, polished)):
                 reruns = probe.remeasure(config, "decide", fresh)
                 into[option] = sum(reruns) / len(reruns)
             configs[option] = polished.to_dict()
+            true[option] = truth(polished)
     return Decision(network, precision, TABLE_3_5[(network, precision)][0], searched.selected, tuned, configs,
-                    finetuned)
+                    finetuned, true)
+
+
+def with_true(decision: Decision, platform: str = "xavier-agx-sim", overrides: Iterable[str] = (),
+              seed: int = 0) -> Decision:
+    """``decision`` with the true FPS of each option's stored polished configuration (the rows decided before
+    true FPS was recorded; a true FPS is deterministic, so it is the one ``decide`` would have recorded)."""
+    if decision.true or not decision.configs:
+        return decision
+    with tempfile.TemporaryDirectory(prefix="dse-true-") as tmp:
+        truth = _truth(decision.network, decision.precision, Path(tmp), platform,
+                       (f"seed={seed}", "search.strategy=proposed", *overrides))
+        true = {o: truth(Configuration.from_dict(c)) for o, c in decision.configs.items()}
+    return dataclasses.replace(decision, true=true)
+
+
+def _truth(network: str, precision: str, tmp: Path, platform: str, setup: Iterable[str]) -> Callable[..., float]:
+    """True FPS on the run's virtual board without its measurement noise."""
+    from dse.workflow.phases import search_setup
+
+    return true_fps(search_setup(network, precision, tmp / "quiet", platform, (*setup, "platform.noise.sigma=0"))[2])
 
 
 def polish(fps: Callable[[Configuration], float], config: Configuration, caps: dict[str, int],
@@ -258,14 +289,19 @@ def ranking_anchors(decisions: list[Decision]) -> list[Anchor]:
 
 
 def decisions_table(decisions: list[Decision]) -> str:
-    """Markdown: per network and precision, the virtual board's option, Table 3.5's, the gap, the search's pick."""
+    """Markdown: per network and precision, the virtual board's option, Table 3.5's, the gap, the search's pick and,
+    where recorded, the choice by true FPS (without the re-runs' noise)."""
     lines = ["| network | precision | virtual board | Table 3.5 | Table 3.5's option on the virtual board | "
-             "search selected | best FPS (re-measured mean) |",
-             "| --- | --- | --- | --- | ---: | --- | ---: |"]
+             "search selected | best FPS (re-measured mean) | by true FPS: option, Table 3.5's gap |",
+             "| --- | --- | --- | --- | ---: | --- | ---: | --- |"]
     for d in decisions:
         gap = "same" if d.match else (f"{(d.ratio - 1) * 100:+.1f} %" if d.published in d.tuned else "not runnable")
+        by_true = "-"
+        if d.true:
+            true_gap = d.true.get(d.published, 0.0) / d.true[d.best_true] - 1
+            by_true = f"{d.best_true}, " + ("same" if d.best_true == d.published else f"{true_gap * 100:+.1f} %")
         lines.append(f"| {d.network} | {d.precision} | {d.best} | {d.published} | {gap} | {d.searched} | "
-                     f"{d.tuned[d.best]:.1f} |")
+                     f"{d.tuned[d.best]:.1f} | {by_true} |")
     n = len(decisions)
     same = sum(d.match for d in decisions)
     close = sum(d.close for d in decisions)
@@ -273,4 +309,9 @@ def decisions_table(decisions: list[Decision]) -> str:
     lines += ["", f"Same option as Table 3.5 in {same} of {n} runs; Table 3.5's option within {WITHIN:.0%} of the "
                   f"virtual board's best in {close} of {n}; the search's own pick equals Table 3.5's in {searched} "
                   f"of {n}."]
+    with_true = [d for d in decisions if d.true]
+    if with_true:
+        lines[-1] += (f" By true FPS ({len(with_true)} rows): the same option in "
+                      f"{sum(d.best_true == d.published for d in with_true)}, within {WITHIN:.0%} in "
+                      f"{sum(d.close_true for d in with_true)}.")
     return "\n".join(lines)
