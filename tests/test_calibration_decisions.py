@@ -1,5 +1,8 @@
 """Anchor splits, ranking anchors from option choices, the decisions table and the Markdown block of
-``dse calibrate`` (pure logic; the 18 real decisions run in bench/calibration_decisions.py)."""
+``dse calibrate`` (pure logic, and one row decided end to end, slow; the 18 real decisions run in
+bench/calibration_decisions.py)."""
+import pytest
+
 from dse.backends.sim.calibration import Anchor, assign_splits, format_table, split_summary
 from dse.backends.sim.decisions import Decision, decisions_table, ranking_anchors
 from dse.commands.calibrate import BEGIN, END, write_markdown
@@ -133,8 +136,6 @@ def test_polish_with_the_space_moves_each_cut_and_follows_a_ridge_single_moves_c
 def test_bench_parts_merge_in_table_order_and_refuse_mixed_overrides(tmp_path):
     import json
 
-    import pytest
-
     from bench.calibration_decisions import main
     from dse.errors import DseError
 
@@ -183,3 +184,18 @@ def test_grid_best_starts_a_second_climb_on_the_hill_the_first_one_cannot_reach(
     assert found.cuts == (31, 37) and (found.streams, found.pre_threads) == (start.streams, start.pre_threads)
     assert all(12 not in c and c[0] < c[1] for c in asked)     # only feasible tuples are measured
     assert len(asked) < 120 < 39 * 38 // 2                      # coarse to fine, not every tuple
+
+
+@pytest.mark.slow
+def test_decide_records_each_options_polished_configuration_and_its_true_fps():
+    """One Table 3.5 row end to end on the virtual board (two options, ~40 s): every option decided gets a polished
+    configuration, its re-measured mean and its true FPS, the one ``with_true`` gives its stored configuration."""
+    import dataclasses
+
+    from dse.backends.sim.decisions import decide, with_true
+
+    d = decide("yolov2-tiny", "int8", options=["E", "PND-B"], repeats=2)
+    assert set(d.tuned) == set(d.true) == set(d.configs) == {"E", "PND-B"}
+    assert d.best in d.tuned and d.best_true in d.true and d.published == "E"
+    again = with_true(dataclasses.replace(d, true={}))
+    assert again.true == pytest.approx(d.true)
