@@ -3,14 +3,13 @@
 For each of the 18 Table 3.5 rows (9 networks x FP16/INT8, 416x416, batch 1): every mapping option searched
 (global + local), fine-tuned and polished (every parameter value on the noise-free board), each polished
 configuration re-measured 5 times with fresh noise; the virtual board's choice is the best mean
-(``dse.backends.sim.decisions``); the choice by true FPS (no re-run noise) is counted beside it. Targets (issue "decisions, not only throughputs"): E for
-the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16; Table 3.5's option in >= 12 of 18 rows
-and within 3 % where it differs.
+(``dse.backends.sim.decisions``); the choice by true FPS (no re-run noise) is counted beside it. Targets (issue
+"decisions, not only throughputs"): E for the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16;
+Table 3.5's option in >= 12 of 18 rows and within 3 % where it differs.
 
 Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--precisions ...]
-[--overrides ...]``
-(~40 min per precision here: run the two precisions as parts); writes bench/results/calibration_decisions.json
-and prints the Markdown table. Parts run apart (``--networks ... --output part.json``, one process each) are
+[--overrides ...]`` (90-105 min per precision on the 2-core VM, session 48: run the two precisions as parts);
+writes bench/results/calibration_decisions.json and prints the Markdown table. Parts run apart (``--networks ... --output part.json``, one process each) are
 joined with ``--merge part1.json part2.json ...``.
 """
 from __future__ import annotations
@@ -103,7 +102,8 @@ def _merged(parts: list[Path], pairs) -> tuple[list, float, str, list]:
     if missing:
         raise DseError(f"no part has the rows {', '.join(missing)}")
     platform, overrides = runs.pop()
-    return [with_true(rows[p], platform, overrides) for p in pairs], sum(float(d.get("seconds", 0.0)) for d in loaded), platform, list(overrides)
+    seconds = sum(float(d.get("seconds", 0.0)) for d in loaded)
+    return [with_true(rows[p], platform, overrides) for p in pairs], seconds, platform, list(overrides)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ each cut on the noise-free board, until none gains; an option of two or more cut
 coarse grid over its cuts, ``grid_best``, where that beats the search's tuple at the grid's parameters, keeping
 the polish of the higher true FPS, ``dse.backends.sim.truth``), and each polished configuration is re-measured
 ``repeats`` times with fresh noise; the best mean wins. Each polished configuration's true FPS is kept beside it:
-the choice without the re-runs' noise. The fine-tuner alone is no measure of an
-option: it gives back up to ``search.degradation`` for fewer resources and stops raising a parameter at the first
-value that measures no better (Yolov2-tiny INT8, E: 11 buffers 861 FPS noise-free, 14 buffers 915). The search's own pick (``run_search``, which ranks the options before fine-tuning and tunes only the
-winner) is kept next to it: where the two differ, the search's early ranking decided, not the board model.
+the choice without the re-runs' noise. The fine-tuner alone is no measure of an option: it gives back up to
+``search.degradation`` for fewer resources and stops raising a parameter at the first value that measures no better
+(Yolov2-tiny INT8, E: 11 buffers 861 FPS noise-free, 14 buffers 915). The search's own pick (``run_search``, which
+ranks the options before fine-tuning and tunes only the winner) is kept next to it: where the two differ, the
+search's early ranking decided, not the board model.
 """
 from __future__ import annotations
 
