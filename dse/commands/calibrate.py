@@ -16,7 +16,7 @@ def add_parser(subparsers) -> None:
                         "or TX2 (tx2-sim: seed 001 Table 2, 27 rows of throughput and energy)")
     p.add_argument("--quick", action="store_true", help="only the 416x416 batch-1 anchors of the main networks")
     p.add_argument("--decisions", action="store_true",
-                   help="also search, fine-tune and polish every option of the 18 Table 3.5 rows (about 75 min on "
+                   help="also search, fine-tune and polish every option of the 18 Table 3.5 rows (about 3 h on "
                         "one core) and add the option choices as ranking anchors, with the decisions table")
     p.add_argument("--cache", default=None, help="where analysed zoo networks are cached (Parquet)")
     p.add_argument("--seed", type=int, default=0)
