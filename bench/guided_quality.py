@@ -7,12 +7,13 @@ search and Optuna TPE with the guided search's budget (distinct configurations).
 reference is the exhaustive one of ``bench.reference`` where it was computed (every feasible tuple of every
 1- and 2-cut option, best fine-tuned, re-measured), else the answer of the four methods with the highest true FPS
 (the row says which; the highest re-measured mean of four would be high by luck). True FPS: the same virtual board
-with the measurement noise off, averaged over eight draws of the per-task jitter (``noise_free``: what infinitely
-many re-runs would average to); each answer's is recorded, and ``true_quality`` =
-true FPS / the reference's, which no re-measurement noise moves. A real backend has no true FPS (null): there the
-reference is the highest re-measured mean. Counted per method: unique cut tuples (Table 3.4), distinct
-engines per PE type and the board hours a real board would spend (the report's model). Anytime curves: the
-re-measured FPS of each method's best-so-far configuration against the measurements spent, one plot per network.
+with the measurement noise off, averaged over eight draws of the per-task jitter
+(``dse.backends.sim.truth.noise_free``: what infinitely many re-runs would average to); each answer's is recorded,
+and ``true_quality`` = true FPS / the reference's, which no re-measurement noise moves. A real backend has no true
+FPS (null): there the reference is the highest re-measured mean. Counted per method: unique cut tuples (Table
+3.4), distinct engines per PE type and the board hours a real board would spend (the report's model). Anytime
+curves: the re-measured FPS of each method's best-so-far configuration against the measurements spent, one plot per
+network.
 
 Run: ``python -m bench.guided_quality [--networks yolov4 ...] [--precisions int8 fp16] [--platform ...]
 [OVERRIDES...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_quality[-<tag>].json after
@@ -34,12 +35,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from bench.machine import load_average, write_result
 from bench.reference import remeasure
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
-from dse.backends.sim.truth import true_fps
+from dse.backends.sim.truth import noise_free
 from dse.workflow.phases import search_setup
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -77,15 +78,6 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
     if asked and out:
         out.append([len(asked), out[-1][1]])
     return out
-
-
-def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides: Sequence[str]
-               ) -> Callable[..., float]:
-    """``dse.backends.sim.truth.true_fps`` on this run's virtual board: the measurement noise off
-    (``platform.noise.sigma=0``), the other overrides kept."""
-    board = [o for o in overrides if not o.startswith("platform.noise.")]
-    quiet = search_setup(network, precision, tmp / "noise-free", platform, (*board, "platform.noise.sigma=0"))[2]
-    return true_fps(quiet)
 
 
 def _progress(network: str, precision: str, method: str, run, seconds: float) -> None:

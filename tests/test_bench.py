@@ -157,8 +157,7 @@ def test_true_fps_averages_the_task_jitter_draws(tmp_path):
     not its repeat 0 alone (which differs from the mean: the draws differ), memoized per number of draws."""
     import statistics
 
-    from bench.guided_quality import noise_free
-    from dse.backends.sim.truth import TRUE_DRAWS
+    from dse.backends.sim.truth import TRUE_DRAWS, noise_free
     from dse.workflow.phases import search_setup
 
     true_fps = noise_free("tiny-detector", "int8", tmp_path, "xavier-agx-sim", ("platform.noise.sigma=0.03",))

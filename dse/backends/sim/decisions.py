@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from dse.backends.sim.calibration import LABEL, TABLE_3_5, Anchor
-from dse.backends.sim.truth import true_fps
+from dse.backends.sim.truth import noise_free
 from dse.configuration import Configuration
 from dse.errors import DseError
 
@@ -59,9 +59,14 @@ class Decision:
         return max(self.true, key=lambda o: self.true[o]) if self.true else None
 
     @property
+    def ratio_true(self) -> float:
+        """``ratio`` by true FPS (0.0 where not recorded)."""
+        return self.true.get(self.published, 0.0) / self.true[self.best_true] if self.true else 0.0
+
+    @property
     def close_true(self) -> bool:
         """``close`` by true FPS."""
-        return bool(self.true) and self.true.get(self.published, 0.0) >= (1 - WITHIN) * self.true[self.best_true]
+        return self.ratio_true >= 1 - WITHIN
 
     @property
     def match(self) -> bool:
@@ -110,7 +115,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
     with tempfile.TemporaryDirectory(prefix="dse-decide-") as tmp:
         setup = (f"seed={seed}", "search.strategy=proposed", *overrides)
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, setup)
-        truth = _truth(network, precision, Path(tmp), platform, setup)
+        truth = noise_free(network, precision, Path(tmp), platform, setup)
         probe = Probe(Evaluator(backend, seed=seed))
         searched = run_search(space, probe, base, settings)
         tuned, finetuned, configs, true = {}, {}, {}, {}
@@ -147,17 +152,10 @@ def with_true(decision: Decision, platform: str = "xavier-agx-sim", overrides: I
     if decision.true or not decision.configs:
         return decision
     with tempfile.TemporaryDirectory(prefix="dse-true-") as tmp:
-        truth = _truth(decision.network, decision.precision, Path(tmp), platform,
-                       (f"seed={seed}", "search.strategy=proposed", *overrides))
+        truth = noise_free(decision.network, decision.precision, Path(tmp), platform,
+                           (f"seed={seed}", "search.strategy=proposed", *overrides))
         true = {o: truth(Configuration.from_dict(c)) for o, c in decision.configs.items()}
     return dataclasses.replace(decision, true=true)
-
-
-def _truth(network: str, precision: str, tmp: Path, platform: str, setup: Iterable[str]) -> Callable[..., float]:
-    """True FPS on the run's virtual board without its measurement noise."""
-    from dse.workflow.phases import search_setup
-
-    return true_fps(search_setup(network, precision, tmp / "quiet", platform, (*setup, "platform.noise.sigma=0"))[2])
 
 
 def polish(fps: Callable[[Configuration], float], config: Configuration, caps: dict[str, int],
@@ -299,8 +297,8 @@ def decisions_table(decisions: list[Decision]) -> str:
         gap = "same" if d.match else (f"{(d.ratio - 1) * 100:+.1f} %" if d.published in d.tuned else "not runnable")
         by_true = "-"
         if d.true:
-            true_gap = d.true.get(d.published, 0.0) / d.true[d.best_true] - 1
-            by_true = f"{d.best_true}, " + ("same" if d.best_true == d.published else f"{true_gap * 100:+.1f} %")
+            true_gap = "same" if d.best_true == d.published else f"{(d.ratio_true - 1) * 100:+.1f} %"
+            by_true = f"{d.best_true}, {true_gap}"
         lines.append(f"| {d.network} | {d.precision} | {d.best} | {d.published} | {gap} | {d.searched} | "
                      f"{d.tuned[d.best]:.1f} | {by_true} |")
     n = len(decisions)

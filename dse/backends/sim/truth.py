@@ -9,7 +9,8 @@ by it next to their noisy re-runs; the decisions choose between an option's poli
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
     from dse.configuration import Configuration
@@ -32,3 +33,14 @@ def true_fps(quiet) -> Callable[..., float]:
     def true(config: Configuration, draws: int = TRUE_DRAWS) -> float:
         return statistics.mean(draw(config, r) for r in range(draws))
     return true
+
+
+def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides: Iterable[str]
+               ) -> Callable[..., float]:
+    """``true_fps`` on the virtual board of a run with these ``overrides``: its measurement noise off
+    (``platform.noise.sigma=0``), every other override kept; ``tmp`` holds the backend's engine cache."""
+    from dse.workflow.phases import search_setup
+
+    board = [o for o in overrides if not o.startswith("platform.noise.")]
+    return true_fps(search_setup(network, precision, tmp / "noise-free", platform,
+                                 (*board, "platform.noise.sigma=0"))[2])
