@@ -3,7 +3,9 @@
 Per layer: roofline-ish ``max(compute, memory) + launch`` with an efficiency per op kind (grouped and
 depthwise convolutions are poor, worst on the DLA), TensorRT-like fusion (an activation folded into its
 convolution costs nothing), free concatenation. A DLA stage is split at every layer the DLA cannot run
-(GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat. The result of a
+(GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat: of a loadable's input
+and of its output, also where the output feeds a fallback layer (DLA outputs only DLA formats: TensorRT's "I/O
+Formats on DLA"). The result of a
 stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES executes in order.
 A PE with an on-chip convolution buffer (``buffer_kb``, the DLA's CBUF) streams a convolution's weights once per
 image, and once per input slice, when they do not fit half of it (NVDLA's compiler, nvdla/sw ``ConvCoreNode``:
@@ -276,6 +278,8 @@ class CostModel:
                 t -= float(sum(pd.cum_t[i + 1] - pd.cum_t[i] for i in leaves))
                 phases.append(Phase("dla", t + d.per_inference_us, 1.0, f"loadable{loadables}"))
                 loadables += 1
+                r = self.reformat_us(b, precision, batch)          # its output, to the GPU's format
+                add_gpu(r, r * self._reformat_occ(b, batch), "reformat")
             else:
                 t, ot = self._range(pg, a, b)
                 extra = g.per_inference_us * 0.5
@@ -284,9 +288,6 @@ class CostModel:
                 add_gpu(t + extra, ot + extra * g.min_occupancy, "fallback")
                 fallback += b - a + 1
                 fallback_ids.extend(range(a, b + 1))
-        if runs and runs[-1][0]:
-            r = self.reformat_us(last, precision, batch)
-            add_gpu(r, r * self._reformat_occ(last, batch), "reformat")
         leaves = self._leaves(first, last)
         if len(leaves):  # leaf fallback layers: GPU kernels on the DLA loadables' outputs
             t = float(sum(pg.cum_t[i + 1] - pg.cum_t[i] for i in leaves))
