@@ -68,6 +68,7 @@ def test_dla_fallback_splits_loadables_with_reformats(xavier, y4t):
     clean = cm.stage(0, 4, "dla", "int8", 1)
     assert clean.loadables == 1 and clean.fallback_layers == 0
 
+
 def test_a_loadable_whose_output_feeds_a_fallback_layer_pays_its_output_reformat(xavier, y4t):
     """Each loadable pays a reformat of its input and of its output, also where a fallback layer follows it in the
     stage: ending the stage one layer later, on a fallback layer, may not save that reformat (it did, and made a
@@ -82,7 +83,6 @@ def test_a_loadable_whose_output_feeds_a_fallback_layer_pays_its_output_reformat
     assert ends_on_dla.reformat_us > cm.reformat_us(a - 1, "int8", 1) + cm.reformat_us(b, "int8", 1) - 1e-9
     assert ends_on_fallback.reformat_us == pytest.approx(ends_on_dla.reformat_us)
     assert ends_on_fallback.gpu_us == pytest.approx(ends_on_dla.gpu_us + ends_on_fallback.fallback_us)
-
 
 
 def test_grouped_convolutions_are_poor_on_the_dla(xavier):

@@ -5,8 +5,8 @@ depthwise convolutions are poor, worst on the DLA), TensorRT-like fusion (an act
 convolution costs nothing), free concatenation. A DLA stage is split at every layer the DLA cannot run
 (GPU fallback): each DLA run is one loadable, each boundary adds a GPU-side reformat: of a loadable's input
 and of its output, also where the output feeds a fallback layer (DLA outputs only DLA formats: TensorRT's "I/O
-Formats on DLA"). The result of a
-stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES executes in order.
+Formats on DLA"). The result of a stage is a list of phases (GPU or DLA, duration, GPU occupancy) that the DES
+executes in order.
 A PE with an on-chip convolution buffer (``buffer_kb``, the DLA's CBUF) streams a convolution's weights once per
 image, and once per input slice, when they do not fit half of it (NVDLA's compiler, nvdla/sw ``ConvCoreNode``:
 8 + 8 banks for input and weights; split-K weights are not reused across partial-H slices or batch images); the
