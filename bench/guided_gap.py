@@ -60,7 +60,7 @@ def known_best(network: str, precision: str, platform: str, overrides: list[str]
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (),
         noise_seed: int | None = None, levels: tuple[str, ...] = LEVELS) -> dict:
     from bench.guided_quality import search_costs
-    from dse.backends.sim.truth import noise_free
+    from dse.backends.sim.truth import board_overrides, noise_free
     from dse.backends.sim.decisions import polish
     from dse.evaluate import Evaluator
     from dse.search import run_search
@@ -71,7 +71,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
         if noise_seed is not None:
             backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
-        board = [o for o in overrides if not o.startswith("platform.noise.")]   # noise moves no true FPS
+        board = board_overrides(overrides)
         true_fps = noise_free(network, precision, Path(tmp), platform, overrides)
 
         probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")

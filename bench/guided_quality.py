@@ -40,7 +40,7 @@ from typing import Sequence
 from bench.machine import load_average, write_result
 from bench.reference import remeasure
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
-from dse.backends.sim.truth import noise_free
+from dse.backends.sim.truth import board_overrides, noise_free
 from dse.workflow.phases import search_setup
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -145,8 +145,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
         # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
         # its configuration is re-measured here like the answers (same repeats, the run's own noise)
-        ref = load_reference(network, precision, platform,
-                             overrides=[o for o in overrides if not o.startswith("platform.noise.")])
+        ref = load_reference(network, precision, platform, overrides=board_overrides(overrides))
         if ref is not None:
             ref_config = Configuration.from_dict(ref["reference"]["config"])
             fps = remeasure(ev, ref_config, repeats, REPEAT_ANSWER, strategy="bench")

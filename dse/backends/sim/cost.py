@@ -267,19 +267,21 @@ class CostModel:
             else:
                 phases.append(Phase("gpu", us, occ_us / us if us > 0 else g.min_occupancy, label))
 
+        def add_reformat(cut: int, extra_us: float = 0.0):      # the tensor crossing after ``cut``, on the GPU
+            r = self.reformat_us(cut, precision, batch) + extra_us
+            add_gpu(r, r * self._reformat_occ(cut, batch), "reformat")
+
         boundary = self.platform.cost.boundary_us if first > 0 else 0.0
         runs = self.dla_runs(first, last)
         for k, (on_dla, a, b) in enumerate(runs):
             if on_dla:
-                r = self.reformat_us(a - 1, precision, batch) + (boundary if k == 0 else 0.0)
-                add_gpu(r, r * self._reformat_occ(a - 1, batch), "reformat")
+                add_reformat(a - 1, boundary if k == 0 else 0.0)      # its input, to the DLA's format
                 t, _ = self._range(pd, a, b)
                 leaves = self._leaves(a, b)
                 t -= float(sum(pd.cum_t[i + 1] - pd.cum_t[i] for i in leaves))
                 phases.append(Phase("dla", t + d.per_inference_us, 1.0, f"loadable{loadables}"))
                 loadables += 1
-                r = self.reformat_us(b, precision, batch)          # its output, to the GPU's format
-                add_gpu(r, r * self._reformat_occ(b, batch), "reformat")
+                add_reformat(b)                                       # its output, to the GPU's format
             else:
                 t, ot = self._range(pg, a, b)
                 extra = g.per_inference_us * 0.5

@@ -113,7 +113,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
         raise DseError(f"no Table 3.5 row for {network} {precision}; rows: "
                          f"{', '.join(f'{n}/{p}' for n, p in TABLE_3_5)}")
     with tempfile.TemporaryDirectory(prefix="dse-decide-") as tmp:
-        setup = (f"seed={seed}", "search.strategy=proposed", *overrides)
+        setup = _setup(seed, overrides)
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, setup)
         truth = noise_free(network, precision, Path(tmp), platform, setup)
         probe = Probe(Evaluator(backend, seed=seed))
@@ -152,10 +152,14 @@ def with_true(decision: Decision, platform: str = "xavier-agx-sim", overrides: I
     if decision.true or not decision.configs:
         return decision
     with tempfile.TemporaryDirectory(prefix="dse-true-") as tmp:
-        truth = noise_free(decision.network, decision.precision, Path(tmp), platform,
-                           (f"seed={seed}", "search.strategy=proposed", *overrides))
+        truth = noise_free(decision.network, decision.precision, Path(tmp), platform, _setup(seed, overrides))
         true = {o: truth(Configuration.from_dict(c)) for o, c in decision.configs.items()}
     return dataclasses.replace(decision, true=true)
+
+
+def _setup(seed: int, overrides: Iterable[str]) -> tuple[str, ...]:
+    """The overrides of a decision's run: its seed and the thesis' search (the options searched as Table 3.5's)."""
+    return (f"seed={seed}", "search.strategy=proposed", *overrides)
 
 
 def polish(fps: Callable[[Configuration], float], config: Configuration, caps: dict[str, int],

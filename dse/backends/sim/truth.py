@@ -35,12 +35,17 @@ def true_fps(quiet) -> Callable[..., float]:
     return true
 
 
+def board_overrides(overrides: Iterable[str]) -> list[str]:
+    """The overrides that make the board: all but the measurement noise's, which moves no true FPS (a reference or
+    a decision made at one noise level holds at another)."""
+    return [o for o in overrides if not o.startswith("platform.noise.")]
+
+
 def noise_free(network: str, precision: str, tmp: Path, platform: str, overrides: Iterable[str]
                ) -> Callable[..., float]:
     """``true_fps`` on the virtual board of a run with these ``overrides``: its measurement noise off
     (``platform.noise.sigma=0``), every other override kept; ``tmp`` holds the backend's engine cache."""
     from dse.workflow.phases import search_setup
 
-    board = [o for o in overrides if not o.startswith("platform.noise.")]
     return true_fps(search_setup(network, precision, tmp / "noise-free", platform,
-                                 (*board, "platform.noise.sigma=0"))[2])
+                                 (*board_overrides(overrides), "platform.noise.sigma=0"))[2])
