@@ -36,7 +36,9 @@ TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe"
 # What a profile is for: the pipeline DSE (stages on PEs, the default) or per-layer mapping only (seeds 002/004:
 # boards whose PEs are CPU core groups, a GPU and an NPU, costed per layer by dse.backends.sim.cpu_cost).
 PURPOSES = ("pipeline", "layer-mapping")
-CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores", "stage_thread_cpu")
+CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores", "stage_thread_cpu",
+            "stage_thread_us")
+STAGE_THREAD_KEYS = ("execution", "kernel", "loadable")
 # Op kinds of the CPU cost model (dse.backends.sim.cpu_cost.cpu_kind)
 CPU_OP_KINDS = ("conv", "conv_1x1", "conv_depthwise", "conv_grouped", "gemm", "pool", "eltwise", "concat")
 COMM_MODELS = ("linear", "poly")
@@ -317,6 +319,23 @@ class MappingOption:
 
 
 @dataclass(frozen=True)
+class StageThreadWork:
+    """CPU work of a pipeline stage's host thread per execution, beside the PE's: TensorRT's enqueue sets up and
+    launches each GPU kernel on the CPU ("enqueue has some kernel setup work for each layer", NVIDIA/TensorRT
+    #1256), a DLA loadable is submitted through the driver, and each execution records and waits for its events.
+    It competes with pre/post-processing for the cores (``dse.backends.sim.des``)."""
+
+    execution: float = 0.0      # per stage execution (events, buffer flags, the enqueue call itself)
+    kernel: float = 0.0         # per GPU kernel launched
+    loadable: float = 0.0       # per DLA loadable submitted
+
+    def us(self, kernels: int, loadables: int) -> float:
+        if not (self.execution or self.kernel or self.loadable):
+            return 0.0
+        return self.execution + self.kernel * kernels + self.loadable * loadables
+
+
+@dataclass(frozen=True)
 class Platform:
     """A board: its PEs, mapping options and limits; the sim's model parts (cost, prepost, power, noise) are
     None on a profile that only a real backend measures (``require_model`` names what is missing)."""
@@ -333,6 +352,7 @@ class Platform:
     cpu_freq_mhz: tuple[float, ...] = ()
     cpu_contention: float = 0.0
     stage_thread_cpu: float = 0.0     # cores a pipeline stage's host thread keeps busy (polling its stream)
+    stage_thread_us: StageThreadWork = field(default_factory=lambda: StageThreadWork())
     dla_rules: DlaRules | None = None
     cost: CostParams | None = None
     prepost: PrePost | None = None
@@ -966,6 +986,7 @@ def platform_from_dict(d: Mapping) -> Platform:
         cpu_contention=float(cpu.get("contention", 0.0)),
         stage_thread_cpu=_number(cpu.get("stage_thread_cpu", 0.0), f"{where} cpu.stage_thread_cpu", high=1.0,
                                  strict=False),
+        stage_thread_us=_stage_thread_work(cpu.get("stage_thread_us"), f"{where} cpu.stage_thread_us"),
         dla_rules=rules, cost=cost,
         prepost=_prepost(d, where), power=_power(d, where, pes, core_types), board_costs=_board_costs(d, where),
         noise_sigma=float(noise.get("sigma", 0.01)), task_sigma=float(noise.get("task_sigma", 0.0)),
@@ -975,6 +996,15 @@ def platform_from_dict(d: Mapping) -> Platform:
         cpu_clusters=clusters,
         cpu_freq_by_active_cores=_freq_by_active_cores(cpu, where, clusters),
         comm=_comm(d, where, cost), purpose=purpose, raw=dict(d))
+
+
+def _stage_thread_work(d, where: str) -> StageThreadWork:
+    if d is None:
+        return StageThreadWork()
+    if not isinstance(d, Mapping):
+        raise DseError(f"{where} must map {', '.join(STAGE_THREAD_KEYS)} to microseconds, got {d!r}")
+    _check_keys(d, f"key of {where}", STAGE_THREAD_KEYS)
+    return StageThreadWork(**{k: _number(v, f"{where}.{k}", strict=False) for k, v in d.items()})
 
 
 def _flag(value, where: str) -> bool:

@@ -177,3 +177,22 @@ def test_stage_thread_cpu_outside_one_core_is_refused():
     d["cpu"]["stage_thread_cpu"] = -0.1
     with pytest.raises(DseError, match=r"cpu.stage_thread_cpu must be in \[0, 1\], got -0.1"):
         platform_from_dict(d)
+
+
+def test_stage_thread_work_names_its_parts():
+    from dse.config import compose_config
+    from dse.errors import DseError
+    from dse.platform import platform_from_dict
+    from omegaconf import OmegaConf
+
+    d = OmegaConf.to_container(compose_config(["platform=xavier-agx-sim"]).platform, resolve=True)
+    work = platform_from_dict(d).stage_thread_us
+    assert work.us(kernels=10, loadables=2) == work.execution + 10 * work.kernel + 2 * work.loadable > 0
+    d["cpu"]["stage_thread_us"] = {"execution": 30, "kernels": 5}
+    with pytest.raises(DseError, match="kernels.*execution, kernel, loadable"):
+        platform_from_dict(d)
+    d["cpu"]["stage_thread_us"] = {"loadable": -1}
+    with pytest.raises(DseError, match=r"cpu.stage_thread_us.loadable must be in \[0, inf\), got -1"):
+        platform_from_dict(d)
+    del d["cpu"]["stage_thread_us"]
+    assert platform_from_dict(d).stage_thread_us.us(kernels=10, loadables=2) == 0.0   # other boards: none

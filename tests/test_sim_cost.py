@@ -69,6 +69,20 @@ def test_dla_fallback_splits_loadables_with_reformats(xavier, y4t):
     assert clean.loadables == 1 and clean.fallback_layers == 0
 
 
+def test_a_stage_counts_the_gpu_kernels_its_thread_launches(xavier, y4t):
+    """What a stage's host thread enqueues per execution: a kernel per GPU layer that costs time (fused activations
+    launch none), and in a DLA stage the fallback layers' kernels and two reformats per loadable."""
+    cm = model(xavier, frame_of(y4t))
+    n = cm.table.n
+    gpu = cm.stage(0, n - 1, "gpu", "int8", 1)
+    assert 0 < gpu.kernels == int((cm.per_layer("gpu", "int8", 1).t > 0).sum()) < n
+    clean = cm.stage(0, 4, "dla", "int8", 1)
+    assert (clean.loadables, clean.kernels) == (1, 2)
+    whole = cm.stage(0, n - 1, "dla", "int8", 1)
+    fallback = cm.per_layer("gpu", "int8", 1).t[whole.fallback_ids]
+    assert whole.kernels == 2 * whole.loadables + int((fallback > 0).sum())
+
+
 def test_a_loadable_whose_output_feeds_a_fallback_layer_pays_its_output_reformat(xavier, y4t):
     """Each loadable pays a reformat of its input and of its output, also where a fallback layer follows it in the
     stage: ending the stage one layer later, on a fallback layer, may not save that reformat (it did, and made a

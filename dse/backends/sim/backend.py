@@ -175,6 +175,8 @@ class SimBackend:
         boxes = int(self.table.boxes * (size / self.input_size) ** 2)
         post = p.prepost.post_us(boxes, config.batch)
         cpu_f = time_scale(p, clocks, "cpu")
+        for rt, sc in zip(runtimes, stages):      # each stage thread's CPU work per execution (enqueue, submission)
+            rt.cpu_us = p.stage_thread_us.us(sc.kernels, sc.loadables) * cpu_f
         return Planned(stages, runtimes, pre * cpu_f, post * cpu_f, loadables, fallback, extra,
                        dla_engines=engines, dla_loadables_per_core=per_core,
                        fallback_reasons=cm.fallback_reasons(fallback_ids), clocks=clocks)

@@ -52,6 +52,7 @@ class StageCost:
     fallback_ids: list[int] = field(default_factory=list)
     fallback_us: float = 0.0     # GPU time of the fallback layers of a DLA stage
     reformat_us: float = 0.0     # GPU-side copies at the DLA <-> GPU boundaries of a DLA stage
+    kernels: int = 0             # GPU kernels one execution launches (fused layers, fallback layers, reformats)
 
     @property
     def total_us(self) -> float:
@@ -222,7 +223,13 @@ class CostModel:
         extra = g.per_inference_us + (self.platform.cost.boundary_us if first > 0 else 0.0)
         total = t + extra
         occ = (ot + extra * g.min_occupancy) / total if total > 0 else g.min_occupancy
-        return StageCost(first, last, "gpu", (*self._handover(first), Phase("gpu", total, occ, "infer")))
+        return StageCost(first, last, "gpu", (*self._handover(first), Phase("gpu", total, occ, "infer")),
+                         kernels=self._kernels(pl, first, last))
+
+    @staticmethod
+    def _kernels(pl: _PerLayer, a: int, b: int) -> int:
+        """GPU kernels of layers a..b inclusive: those that cost time (fused and free layers launch none)."""
+        return int(np.count_nonzero(pl.t[a:b + 1]))
 
     def _leaves(self, first: int, last: int) -> np.ndarray:
         lo, hi = np.searchsorted(self._leaf_fallback, [first, last + 1])
@@ -253,7 +260,7 @@ class CostModel:
         d = self.platform.cost.dla
         g = self.platform.cost.gpu
         phases: list[Phase] = list(self._handover(first))
-        loadables = fallback = 0
+        loadables = fallback = kernels = 0
         fallback_ids: list[int] = []
         spent = {"reformat": 0.0, "fallback": 0.0}
 
@@ -268,8 +275,10 @@ class CostModel:
                 phases.append(Phase("gpu", us, occ_us / us if us > 0 else g.min_occupancy, label))
 
         def add_reformat(cut: int, extra_us: float = 0.0):      # the tensor crossing after ``cut``, on the GPU
+            nonlocal kernels
             r = self.reformat_us(cut, precision, batch) + extra_us
             add_gpu(r, r * self._reformat_occ(cut, batch), "reformat")
+            kernels += 1
 
         boundary = self.platform.cost.boundary_us if first > 0 else 0.0
         runs = self.dla_runs(first, last)
@@ -290,15 +299,18 @@ class CostModel:
                 add_gpu(t + extra, ot + extra * g.min_occupancy, "fallback")
                 fallback += b - a + 1
                 fallback_ids.extend(range(a, b + 1))
+                kernels += self._kernels(pg, a, b)
         leaves = self._leaves(first, last)
         if len(leaves):  # leaf fallback layers: GPU kernels on the DLA loadables' outputs
             t = float(sum(pg.cum_t[i + 1] - pg.cum_t[i] for i in leaves))
             ot = float(sum(pg.cum_occ[i + 1] - pg.cum_occ[i] for i in leaves))
             add_gpu(t, ot, "fallback")
+            kernels += int(np.count_nonzero(pg.t[leaves]))
             fallback += len(leaves)
             fallback_ids.extend(int(i) for i in leaves)
         return StageCost(first, last, "dla", tuple(phases), loadables=loadables, fallback_layers=fallback,
-                         fallback_ids=fallback_ids, fallback_us=spent["fallback"], reformat_us=spent["reformat"])
+                         fallback_ids=fallback_ids, fallback_us=spent["fallback"], reformat_us=spent["reformat"],
+                         kernels=kernels)
 
     def stage(self, first: int, last: int, pe_type: str, precision: str, batch: int) -> StageCost:
         if pe_type == "gpu":

@@ -8,7 +8,10 @@
 - pre/post threads are CPU tasks shared by processor sharing: every running task progresses at the rate the tasks
   running *now* allow, slowed by their number (shared DRAM, and time-slicing beyond the core count, where each
   stage's polling host thread counts as ``stage_thread_cpu`` of a core). A rate fixed at a task's start would let
-  tasks that started while few ran keep their speed later, and the host work beyond its cores.
+  tasks that started while few ran keep their speed later, and the host work beyond its cores. Each stage execution
+  also gives its stage's one host thread a CPU task (``StageRuntime.cpu_us``: enqueue, DLA submission), run in the
+  same pool one at a time per thread; the stream does not wait for it (the enqueue runs ahead of the PE), but it
+  takes its share of the cores.
 - every stage has S streams (execution contexts); a stream takes the next frame from the stage's FIFO and
   runs the stage's phases in order. GPU phases share the GPU by processor sharing with occupancies: a job
   with occupancy o runs at rate min(1, 1/sum(o)); small kernels overlap, big ones saturate it. DLA phases
@@ -38,6 +41,7 @@ class StageRuntime:
     # per stream phases, when streams run different engines (interleaved stage: the whole network on the
     # GPU for some streams, on a DLA core for others); None = every stream runs ``phases``
     stream_phases: list[list[tuple[str, float, float]]] | None = None
+    cpu_us: float = 0.0      # CPU work of the stage's host thread per execution (``dse.platform.StageThreadWork``)
 
     def phases_of(self, stream: int) -> list[tuple[str, float, float]]:
         return self.stream_phases[stream] if self.stream_phases else self.phases
@@ -144,7 +148,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         busy = n + polling
         return (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
 
-    slow_of = [cpu_slow(n) if n else 1.0 for n in range(inp.pre_threads + inp.post_threads + 1)]
+    slow_of = [cpu_slow(n) if n else 1.0 for n in range(inp.pre_threads + inp.post_threads + n_st + 1)]
+    thread_work = [0] * n_st      # per stage: executions whose host-thread work is not done (the first one runs)
 
     def cpu_advance():
         """Processor sharing: every running pre/post job progresses at the rate the jobs running now allow."""
@@ -161,13 +166,14 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             seq += 1
             cpu_next = (now + max(cpu_heap[0][0] - cpu_v, 0.0) * slow_of[len(cpu_heap)], seq)
 
-    def cpu_start(kind, f):
+    def cpu_start(kind, f, work=0.0):
+        """A CPU task: pre- or post-processing of frame ``f`` (kind 0, 1), or ``work`` of stage ``f``'s thread (2)."""
         nonlocal cpu_id
         cpu_advance()
         if kind == 0:
             work = inp.pre_us * jit[f][0]
             start_t[f] = now
-        else:
+        elif kind == 1:
             work = inp.post_us * jit[f][1]
         cpu_id += 1
         heapq.heappush(cpu_heap, (cpu_v + work, cpu_id, (kind, f, now)))
@@ -210,6 +216,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         nonlocal gpu_occ, job_id
         f, k, s, idx = job[0], job[1], job[2], job[3]
         st = inp.stages[k]
+        if idx == 0 and st.cpu_us > 0:
+            thread_work[k] += 1
+            if thread_work[k] == 1:
+                cpu_start(2, k, st.cpu_us)
         if idx == len(st.phases_of(s)):
             idle_streams[k].append(s)
             if st.stream_cores[s] is not None:
@@ -287,8 +297,13 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         run_phase(job)
 
     def cpu_done(ck, f, t0) -> bool:
-        """A pre/post job ended: hand its frame on; True once every frame is done."""
+        """A CPU task ended: a pre/post job hands its frame on; True once every frame is done."""
         nonlocal idle_pre, idle_post, pre_service, pre_count, post_service, post_count, done, snap
+        if ck == 2:         # stage f's thread: nothing waits for its work; it takes on the next execution's
+            thread_work[f] -= 1
+            if thread_work[f]:
+                cpu_start(2, f, inp.stages[f].cpu_us)
+            return False
         if ck == 0:
             idle_pre += 1
             if f >= inp.warmup:
