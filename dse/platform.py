@@ -330,8 +330,7 @@ class StageThreadWork:
     loadable: float = 0.0       # per DLA loadable submitted
 
     def us(self, kernels: int, loadables: int) -> float:
-        if not (self.execution or self.kernel or self.loadable):
-            return 0.0
+        """The work of one execution that launches ``kernels`` GPU kernels and submits ``loadables``."""
         return self.execution + self.kernel * kernels + self.loadable * loadables
 
 
@@ -352,7 +351,7 @@ class Platform:
     cpu_freq_mhz: tuple[float, ...] = ()
     cpu_contention: float = 0.0
     stage_thread_cpu: float = 0.0     # cores a pipeline stage's host thread keeps busy (polling its stream)
-    stage_thread_us: StageThreadWork = field(default_factory=lambda: StageThreadWork())
+    stage_thread_us: StageThreadWork = field(default_factory=StageThreadWork)   # its work per execution
     dla_rules: DlaRules | None = None
     cost: CostParams | None = None
     prepost: PrePost | None = None

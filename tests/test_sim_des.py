@@ -262,6 +262,7 @@ def test_on_a_host_bound_board_the_stage_threads_work_costs_a_dla_option_more_th
     """The virtual Xavier's stage threads enqueue kernels and submit loadables (``cpu.stage_thread_us``): where
     pre-processing fills the cores (Yolov4-tiny INT8 with 7 pre threads), GPU only (one stage) loses less than a DLA
     option (two stages, reformats, a submission), the thesis' reason why GPU only wins the tiny INT8 networks."""
+    import dataclasses
     import statistics
 
     from dse.platform import load_platform
@@ -274,7 +275,7 @@ def test_on_a_host_bound_board_the_stage_threads_work_costs_a_dla_option_more_th
         c = cfg(buffers=12, pre_threads=7, post_threads=2, **kw)
         return statistics.mean(board.measure(c, repeat=r).fps for r in range(3))
 
-    work = dict(load_platform("xavier-agx-sim").stage_thread_us.__dict__)
+    work = dataclasses.asdict(load_platform("xavier-agx-sim").stage_thread_us)
     gpu_only, dla = {"streams": (4,)}, {"option": "A", "cuts": (first_cut(analysis, 6),), "streams": (2, 2)}
     loss = {k: 1 - fps(work, **c) / fps({}, **c) for k, c in (("E", gpu_only), ("A", dla))}
     assert 0 < loss["E"] < loss["A"]
