@@ -209,10 +209,11 @@ def test_guided_gap_compare_pairs_the_same_draws():
 
 def test_sim_window_bias_of_the_decisions_options(tmp_path):
     """A drained 600-frame window against a steady one (full at its end, long warm-up, 3,000 frames), on the options
-    polished in a drained window (they took many buffers): B, whose two GPU stages drain unlike the steady state,
-    reads over 2 % high on Yolov4-tiny in both precisions, and the full window (the shipped profiles') is nearer
-    the board's whole-sample FPS than the drained one; each row's best option and Table 3.5's gap follow from the
-    FPS it records."""
+    polished in a drained window (they took many buffers): on Yolov4-tiny FP16 B, whose two GPU stages drain unlike
+    the steady state, reads over 2 % high, and the full window (the shipped profiles') is nearer the board's
+    whole-sample FPS than the drained one. Yolov4-tiny INT8 is host-bound (the stage threads' CPU work, session 50):
+    its pipelines run at the pre-processing's pace, which no window end changes. Each row's best option and Table
+    3.5's gap follow from the FPS it records."""
     from bench import sim_window
 
     out = tmp_path / "window.json"
@@ -221,8 +222,11 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
     rows = _read(out)["rows"]
     assert [r["precision"] for r in rows] == ["fp16", "int8"]
     for r in rows:
-        assert r["bias"]["B"] > 0.02 and abs(r["bias"]["E"]) < 0.01
-        assert abs(r["to_board"]["full"]["B"]) < r["to_board"]["drained"]["B"] - 0.01
+        if r["precision"] == "fp16":
+            assert r["bias"]["B"] > 0.02 and abs(r["bias"]["E"]) < 0.01
+            assert abs(r["to_board"]["full"]["B"]) < r["to_board"]["drained"]["B"] - 0.01
+        else:
+            assert max(abs(b) for b in r["bias"].values()) < 0.01
         for w in ("drained", "steady", "board"):
             fps = r["fps"][w]
             assert r["best"][w] == max(fps, key=fps.get)
