@@ -38,7 +38,6 @@ TOP_LEVEL_KEYS = ("name", "backend", "board_model", "toolkit_version", "main_pe"
 PURPOSES = ("pipeline", "layer-mapping")
 CPU_KEYS = ("cores", "freq_mhz", "contention", "clusters", "freq_by_active_cores", "stage_thread_cpu",
             "stage_thread_us")
-STAGE_THREAD_KEYS = ("execution", "kernel", "loadable")
 # Op kinds of the CPU cost model (dse.backends.sim.cpu_cost.cpu_kind)
 CPU_OP_KINDS = ("conv", "conv_1x1", "conv_depthwise", "conv_grouped", "gemm", "pool", "eltwise", "concat")
 COMM_MODELS = ("linear", "poly")
@@ -1000,9 +999,10 @@ def platform_from_dict(d: Mapping) -> Platform:
 def _stage_thread_work(d, where: str) -> StageThreadWork:
     if d is None:
         return StageThreadWork()
+    parts = StageThreadWork.__dataclass_fields__
     if not isinstance(d, Mapping):
-        raise DseError(f"{where} must map {', '.join(STAGE_THREAD_KEYS)} to microseconds, got {d!r}")
-    _check_keys(d, f"key of {where}", STAGE_THREAD_KEYS)
+        raise DseError(f"{where} must map {', '.join(parts)} to microseconds, got {d!r}")
+    _check_keys(d, f"key of {where}", parts)
     return StageThreadWork(**{k: _number(v, f"{where}.{k}", strict=False) for k, v in d.items()})
 
 

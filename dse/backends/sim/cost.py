@@ -85,6 +85,7 @@ class _PerLayer:
     cum_t: np.ndarray    # prefix sums with a leading 0
     cum_occ: np.ndarray
     cum_bytes: np.ndarray  # DRAM bytes the roofline moves per layer (whole batch), prefix sums with a leading 0
+    cum_kernels: np.ndarray  # kernels launched (layers that cost time), prefix sums with a leading 0
 
 
 class CostModel:
@@ -159,7 +160,8 @@ class CostModel:
         moved = np.where(free, 0.0, np.where(is_concat, concat_bytes, mem_bytes + refetch))
         out = _PerLayer(t=total, occ_t=occ_t, cum_t=np.concatenate([[0.0], np.cumsum(total)]),
                         cum_occ=np.concatenate([[0.0], np.cumsum(occ_t)]),
-                        cum_bytes=np.concatenate([[0.0], np.cumsum(moved)]))
+                        cum_bytes=np.concatenate([[0.0], np.cumsum(moved)]),
+                        cum_kernels=np.concatenate([[0], np.cumsum(total > 0)]))
         self._cache[key] = out
         return out
 
@@ -228,8 +230,8 @@ class CostModel:
 
     @staticmethod
     def _kernels(pl: _PerLayer, a: int, b: int) -> int:
-        """GPU kernels of layers a..b inclusive: those that cost time (fused and free layers launch none)."""
-        return int(np.count_nonzero(pl.t[a:b + 1]))
+        """Kernels of layers a..b inclusive: those that cost time (fused and free layers launch none)."""
+        return int(pl.cum_kernels[b + 1] - pl.cum_kernels[a])
 
     def _leaves(self, first: int, last: int) -> np.ndarray:
         lo, hi = np.searchsorted(self._leaf_fallback, [first, last + 1])
@@ -305,7 +307,7 @@ class CostModel:
             t = float(sum(pg.cum_t[i + 1] - pg.cum_t[i] for i in leaves))
             ot = float(sum(pg.cum_occ[i + 1] - pg.cum_occ[i] for i in leaves))
             add_gpu(t, ot, "fallback")
-            kernels += int(np.count_nonzero(pg.t[leaves]))
+            kernels += sum(self._kernels(pg, i, i) for i in leaves)
             fallback += len(leaves)
             fallback_ids.extend(int(i) for i in leaves)
         return StageCost(first, last, "dla", tuple(phases), loadables=loadables, fallback_layers=fallback,
