@@ -211,9 +211,10 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
     """A drained 600-frame window against a steady one (full at its end, long warm-up, 3,000 frames), on the options
     polished in a drained window (they took many buffers): on Yolov4-tiny FP16 B, whose two GPU stages drain unlike
     the steady state, reads over 2 % high, and the full window (the shipped profiles') is nearer the board's
-    whole-sample FPS than the drained one. Yolov4-tiny INT8 is host-bound (the stage threads' CPU work, session 50):
-    its pipelines run at the pre-processing's pace, which no window end changes. Each row's best option and Table
-    3.5's gap follow from the FPS it records."""
+    whole-sample FPS than the drained one. On Yolov4-tiny INT8 the options with one GPU stage are host-bound (the
+    stage threads' CPU work, session 50): they run at the pre-processing's pace, which no window end changes; B's two
+    GPU stages bound it since the INT8 tile width (session 51) and drain as in FP16. Each row's best option and
+    Table 3.5's gap follow from the FPS it records."""
     from bench import sim_window
 
     out = tmp_path / "window.json"
@@ -226,7 +227,7 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
             assert r["bias"]["B"] > 0.02 and abs(r["bias"]["E"]) < 0.01
             assert abs(r["to_board"]["full"]["B"]) < r["to_board"]["drained"]["B"] - 0.01
         else:
-            assert max(abs(b) for b in r["bias"].values()) < 0.01
+            assert r["bias"]["B"] > 0.02 and max(abs(r["bias"][o]) for o in ("A", "C", "E", "PND-A")) < 0.01
         for w in ("drained", "steady", "board"):
             fps = r["fps"][w]
             assert r["best"][w] == max(fps, key=fps.get)

@@ -182,9 +182,11 @@ def test_weights_that_overflow_half_the_buffer_are_streamed_per_input_slice_and_
     assert extra["fp16"] > extra["int8"] > 0                # twice the bytes, more slices: FP16 pays more
 
 
-def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, y4t):
-    """``channel_atom_by_precision`` (FP16 kernels tiling 256 output channels): an FP16 convolution narrower than
-    the tile loses efficiency, as wide as it keeps its time; INT8 and the DLA keep the PE's own atom."""
+@pytest.mark.parametrize("prec, width, other", [("fp16", 256, "int8"), ("int8", 128, "fp16")])
+def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, y4t, prec, width, other):
+    """``channel_atom_by_precision`` (the Xavier's FP16 kernels tile 256 output channels, its INT8 ones 128): a
+    convolution of that precision narrower than the tile loses efficiency, as wide as it keeps its time; the other
+    precision and the DLA keep the PE's own atom."""
     import dataclasses
 
     def with_atoms(atoms):
@@ -192,17 +194,17 @@ def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, 
         return CostModel(dataclasses.replace(xavier, cost=dataclasses.replace(xavier.cost, gpu=gpu)),
                          layer_table(frame_of(y4t)))
 
-    base, wide_tiles = with_atoms({}), with_atoms({"fp16": 256})
-    assert xavier.cost.gpu.channel_atom == 64
+    assert xavier.cost.gpu.channel_atom == 64 and xavier.cost.gpu.channel_atom_by_precision[prec] == width
+    base, wide_tiles = with_atoms({}), with_atoms({prec: width})
     t = base.table
     conv = np.array([k.startswith("conv") for k in t.kind]) & ~t.fused
-    a, b = base.per_layer("gpu", "fp16", 1).t, wide_tiles.per_layer("gpu", "fp16", 1).t
-    narrow, wide = conv & (t.out_channels < 256), conv & (t.out_channels >= 256)
+    a, b = base.per_layer("gpu", prec, 1).t, wide_tiles.per_layer("gpu", prec, 1).t
+    narrow, wide = conv & (t.out_channels < width), conv & (t.out_channels >= width)
     assert narrow.any() and wide.any()
     assert np.all(b[wide] == a[wide]) and np.all(b[~conv] == a[~conv])
     assert np.all(b[narrow] >= a[narrow]) and np.any(b[narrow] > a[narrow] * 1.1)
-    for pe, prec in (("gpu", "int8"), ("dla", "fp16")):
-        assert wide_tiles.per_layer(pe, prec, 1).t.tolist() == base.per_layer(pe, prec, 1).t.tolist()
+    for pe, p in (("gpu", other), ("dla", prec)):
+        assert wide_tiles.per_layer(pe, p, 1).t.tolist() == base.per_layer(pe, p, 1).t.tolist()
 
 
 def test_dram_bytes_are_the_rooflines_memory_side_and_add_up_over_a_split(xavier, y4t):

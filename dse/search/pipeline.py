@@ -171,8 +171,8 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that does better on
     fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
     that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
-    (Yolov4-csp INT8 PND-B (50,164), streams 2,4,2, on the Xavier, noise-free: 4 buffers 246.6 FPS, 32 buffers
-    251.1). More buffers can also lose (Yolov4 INT8 PND-B (54,179), streams 3,4,3: 6 buffers 224.3, 32 buffers
+    (Yolov4-csp INT8 PND-B (45,162), streams 3,4,3, on the Xavier, noise-free: 4 buffers 243.1 FPS, 32 buffers
+    249.2). More buffers can also lose (Yolov4 INT8 PND-B (54,179), streams 3,4,3: 6 buffers 224.3, 32 buffers
     221.3), which the race catches. In the drained window of the virtual boards before session 43 part of such
     gains was the drain, which more buffers lengthen; in the window that ends full PND-B INT8 answers at 1 % noise
     still keep 0.7-1.3 % by them (session 42). Only where the accelerators bound the answer:
