@@ -351,8 +351,8 @@ def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
 def test_the_answer_takes_every_buffer_only_where_that_gains():
     """Buffers can gain a little each, under the noise one raise is judged on, and more together: the guided
     answer is re-run with all of them (Yolov4-csp INT8 PND-B (45,162), streams 3,4,3, noise-free: 4 buffers 243.1
-    FPS, 32 buffers 249.2). Where they gain nothing (Yolov3-tiny FP16 PND-A (17) with CPU time to spare: 568.1 FPS with either),
-    the answer keeps its buffers; one already at the cap, or one that runs the CPU busy (the host, not the
+    FPS, 32 buffers 249.2). Where they gain nothing (Yolov3-tiny FP16 PND-A (17) with CPU time to spare: 568.1 FPS
+    with either), the answer keeps its buffers; one already at the cap, or one that runs the CPU busy (the host, not the
     accelerators, bounds it), is not re-measured."""
     from dse.search.pipeline import _more_buffers
 
@@ -378,8 +378,8 @@ def test_the_answer_takes_every_buffer_only_where_that_gains():
 
 def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both():
     """At 3 % noise two re-runs cannot tell a variant 2.5 % faster (Yolov4-csp INT8 PND-B (45,162) with every
-    buffer, noise-free 2.5 % over 4 buffers) from the answer: both get more batches of re-runs while the race is in doubt
-    (``dse.search.race``), the answer's after the indices it won the pick on (those favour it), and its record
+    buffer, noise-free 2.5 % over 4 buffers) from the answer: both get more batches of re-runs while the race is in
+    doubt (``dse.search.race``), the answer's after the indices it won the pick on (those favour it), and its record
     keeps both. The variant wins here, and its first race run is its measurement (it is measured only there)."""
     from dse.search.pipeline import _more_buffers
     from dse.search.race import RACE_ROUNDS
