@@ -223,11 +223,12 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
     rows = _read(out)["rows"]
     assert [r["precision"] for r in rows] == ["fp16", "int8"]
     for r in rows:
+        assert r["bias"]["B"] > 0.02
         if r["precision"] == "fp16":
-            assert r["bias"]["B"] > 0.02 and abs(r["bias"]["E"]) < 0.01
+            assert abs(r["bias"]["E"]) < 0.01
             assert abs(r["to_board"]["full"]["B"]) < r["to_board"]["drained"]["B"] - 0.01
         else:
-            assert r["bias"]["B"] > 0.02 and max(abs(r["bias"][o]) for o in ("A", "C", "E", "PND-A")) < 0.01
+            assert max(abs(r["bias"][o]) for o in ("A", "C", "E", "PND-A")) < 0.01
         for w in ("drained", "steady", "board"):
             fps = r["fps"][w]
             assert r["best"][w] == max(fps, key=fps.get)
