@@ -287,7 +287,8 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     bounds = maximize_phase(space, probe, base, settings).bounds
     found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options,
                           known=list(probe.memo.values()))
-    assert found.contenders and all(len(c["reruns"]) == 2 for c in found.contenders)
+    # raced: batches of two fresh re-runs, more where the ranking is in doubt
+    assert found.contenders and all(len(c["reruns"]) in (2, 4, 6, 8) for c in found.contenders)
     means = [c["mean"] for c in found.contenders]
     assert means == sorted(means, reverse=True)
     starts = found.finalists + [found.finalists[0].with_(cuts=found.finalists[0].cuts)]
@@ -521,6 +522,35 @@ def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
     finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [earlier])
     assert {c["config_hash"] for c in contenders} == {template.hash, earlier.config.hash}
     assert finalists[0].config.hash == earlier.config.hash and all(len(c["reruns"]) == 3 for c in contenders)
+
+
+def test_near_equal_contenders_are_raced_to_one_percent_and_the_fine_tuner_re_runs_after_them():
+    """Contenders whose means stay within the doubt of three re-runs at 1 % noise get more batches (a tuple 1 %
+    behind is what the fine-tuner cannot make up), and the fine-tuner's confirmation re-runs the starts on repeat
+    indices after those the ranking took: fresh samples, not the ones that chose them."""
+    from dse.search.finetune import FinetuneResult
+    from dse.search.guided import CONTENDER_RESOLUTION, GuidedResult, _finalists, _Pool
+    from dse.search.pipeline import _confirm
+    from dse.search.race import RACE_ROUNDS
+
+    assert CONTENDER_RESOLUTION == 0.01
+    backend, base = _sim_board("yolov4", sigma=0.01)
+    probe = Probe(Evaluator(backend), "guided")
+    template = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
+    pool = _Pool(template, np.zeros((1, 0), dtype=int))
+    pool.measured[()] = float(probe.measure(template, "guided").fps)
+    twin = probe.measure(template.with_(buffers=7), "maximize")     # the same true FPS: GPU-bound either way
+    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [twin])
+    assert len(contenders) == 2 and all(3 < len(c["reruns"]) <= 3 * RACE_ROUNDS for c in contenders)
+    for c, config in ((c, template if c["config_hash"] == template.hash else twin.config) for c in contenders):
+        assert probe.remeasure(config, "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
+    found = GuidedResult(finalists[0].config, finalists[0], {}, [], contenders=contenders, noise=0.01)
+    assert found.reruns_used == max(len(c["reruns"]) for c in contenders) == found.to_dict()["reruns_used"]
+    starts = [m.config for m in finalists]
+    results = [FinetuneResult(c, probe.measure(c, "finetune"), 0.0, 0.0, 0) for c in starts]   # nothing tuned
+    confirmed = _confirm(probe, starts, results, 3, 0.01, found.reruns_used).confirmed
+    assert {e["first_rerun"] for e in confirmed} == {found.reruns_used + 1}
+    assert _confirm(probe, starts, results, 3, 0.01).confirmed[0]["first_rerun"] == 4     # no ranking: after 3
 
 
 def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(board):

@@ -125,7 +125,7 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
 
 
 def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
-                   settings: SearchSettings, noise: float = 0.0) -> FinetuneResult:
+                   settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
     (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise, re-runs
@@ -133,8 +133,9 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     configuration whose single sample was lucky, or a start that tuning only seemed to improve, no longer wins by
     that sample; a later finalist whose raised parameters stay more than twice the noise (``noise``, relative)
     under an earlier one's is not lowered again, and the answer is tried with every buffer where the accelerators
-    bound it, or with one pre-processing thread fewer where it ran the CPU fully busy. Otherwise the best tuned
-    one wins, the first on a tie."""
+    bound it, or with one pre-processing thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat
+    indices the search's ranking of the starts took; these re-runs come after them). Otherwise the best tuned one
+    wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
@@ -144,7 +145,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
             results.append(_transfer(probe, s, donor) if donor
                            else finetune(space, probe, s, settings, behind, margin=noise))
-        best = _confirm(probe, starts, results, settings.guided_repeats, noise)
+        best = _confirm(probe, starts, results, settings.guided_repeats, noise, reruns_used)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
         best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
@@ -229,17 +230,18 @@ def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]
 
 
 def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
-             repeats: int, noise: float) -> FinetuneResult:
+             repeats: int, noise: float, reruns_used: int = 0) -> FinetuneResult:
     """The start or tuned configuration (``results``) with the best mean FPS over fresh re-runs, raced
     (``dse.search.race``: ``repeats`` each, more where the ranking is in doubt given ``noise``), after the ones that
-    ranked the starts, which chose them and so favour them."""
+    ranked the starts (repeat indices 1 to ``reruns_used``, at least ``repeats``), which chose them and so favour
+    them."""
     entries, seen = [], set()
     for i, (s, r) in enumerate(zip(starts, results)):
         for config, tuned in ((r.config, r.config.hash != s.hash), (s, False)):
             if config.hash not in seen:
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
-    first = repeats + 1         # after the re-runs 1..repeats that ranked the starts (they chose them)
+    first = max(repeats, reruns_used) + 1
     runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
     for e, reruns in zip(entries, runs):
         e.update(mean=sum(reruns) / len(reruns), reruns=reruns)
@@ -356,7 +358,7 @@ def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configura
         found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
         if progress:
             progress("fine-tuning")
-        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise)
+        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used)
         return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")

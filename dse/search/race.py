@@ -24,10 +24,11 @@ RACE_ROUNDS = 4           # at most this many batches of re-runs per configurati
 
 
 def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
-         first: int = 1) -> list[list[float]]:
+         first: int = 1, resolution: float = RACE_RESOLUTION) -> list[list[float]]:
     """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, at most
-    ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run. Rank on the means: more re-runs went to the
-    configurations near the leader."""
+    ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the relative difference the
+    race must resolve before it stops. Rank on the means: more re-runs went to the configurations near the
+    leader."""
     runs = [probe.remeasure(c, phase, range(first, first + repeats)) for c in configs]
     if repeats < 1 or noise <= 0:
         return runs
@@ -39,7 +40,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
             return RACE_Z * noise * math.sqrt(1 / len(runs[i]) + 1 / len(runs[lead]))
 
         alive = [i for i in range(len(configs)) if i != lead and means[i] >= means[lead] * (1 - doubt(i))]
-        if not alive or all(doubt(i) <= RACE_RESOLUTION for i in alive):
+        if not alive or all(doubt(i) <= resolution for i in alive):
             break
         start = first + batch * repeats
         for i in (lead, *alive):
