@@ -524,26 +524,33 @@ def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
     assert finalists[0].config.hash == earlier.config.hash and all(len(c["reruns"]) == 3 for c in contenders)
 
 
-def test_near_equal_contenders_are_raced_to_one_percent_and_the_fine_tuner_re_runs_after_them():
-    """Contenders whose means stay within the doubt of three re-runs at 1 % noise get more batches (a tuple 1 %
-    behind is what the fine-tuner cannot make up), and the fine-tuner's confirmation re-runs the starts on repeat
-    indices after those the ranking took: fresh samples, not the ones that chose them."""
+def test_near_equal_contenders_are_raced_to_one_percent_where_it_changes_the_finalists():
+    """Contenders whose order decides which go to the fine-tuner and whose means stay within the doubt of three
+    re-runs at 1 % noise get more batches (a tuple 1 % behind is what the fine-tuner cannot make up); two that both
+    go on need none. The fine-tuner's confirmation re-runs the starts on repeat indices after those the ranking
+    took: fresh samples, not the ones that chose them."""
     from dse.search.finetune import FinetuneResult
-    from dse.search.guided import CONTENDER_RESOLUTION, GuidedResult, _finalists, _Pool
+    from dse.search.guided import CONTENDER_RESOLUTION, FINALISTS, GuidedResult, _finalists, _Pool
     from dse.search.pipeline import _confirm
     from dse.search.race import RACE_ROUNDS
 
-    assert CONTENDER_RESOLUTION == 0.01
+    assert CONTENDER_RESOLUTION == 0.01 and FINALISTS == 2
     backend, base = _sim_board("yolov4", sigma=0.01)
     probe = Probe(Evaluator(backend), "guided")
     template = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     pool = _Pool(template, np.zeros((1, 0), dtype=int))
     pool.measured[()] = float(probe.measure(template, "guided").fps)
-    twin = probe.measure(template.with_(buffers=7), "maximize")     # the same true FPS: GPU-bound either way
-    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [twin])
-    assert len(contenders) == 2 and all(3 < len(c["reruns"]) <= 3 * RACE_ROUNDS for c in contenders)
-    for c, config in ((c, template if c["config_hash"] == template.hash else twin.config) for c in contenders):
-        assert probe.remeasure(config, "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
+    # the same true FPS: GPU-bound either way
+    twins = [probe.measure(template.with_(buffers=b), "maximize") for b in (7, 8)]
+    _, both_go_on = _finalists(probe, {"E": pool}, 0.01, 3, twins[:1])
+    assert [len(c["reruns"]) for c in both_go_on] == [3, 3]
+    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, twins)
+    assert len(contenders) == 3 and len(finalists) == FINALISTS
+    assert max(len(c["reruns"]) for c in contenders) > 3 and all(len(c["reruns"]) <= 3 * RACE_ROUNDS
+                                                                  for c in contenders)
+    by_hash = {c.hash: c for c in (template, *(m.config for m in twins))}
+    for c in contenders:        # consecutive fresh repeat indices from 1
+        assert probe.remeasure(by_hash[c["config_hash"]], "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
     found = GuidedResult(finalists[0].config, finalists[0], {}, [], contenders=contenders, noise=0.01)
     assert found.reruns_used == max(len(c["reruns"]) for c in contenders) == found.to_dict()["reruns_used"]
     starts = [m.config for m in finalists]

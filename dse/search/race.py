@@ -8,41 +8,58 @@ the answer (session 40). The ranking therefore runs as a race: after each batch 
 configuration whose mean is more than ``RACE_Z`` standard errors of the difference under the leader's drops out,
 and the rest get another batch. It stops when one is left, when ``RACE_Z`` standard errors are below
 ``RACE_RESOLUTION`` for every one left (at 1 % noise three re-runs already are: no extra batch), or after
-``RACE_ROUNDS`` batches.
+``RACE_ROUNDS`` batches. Where the means decide more than a leader (the guided search's two finalists), only the
+pairs whose order changes that decision are raced: two near-equal tuples that both go on need no more re-runs.
 """
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from dse.configuration import Configuration
 from dse.search.probe import Probe
 
-RACE_Z = 2.0              # a configuration this many standard errors of the difference under the leader drops out
+RACE_Z = 2.0              # two configurations this many standard errors of their difference apart are settled
 RACE_RESOLUTION = 0.02    # ... and the race stops once RACE_Z standard errors are below this (relative FPS)
 RACE_ROUNDS = 4           # at most this many batches of re-runs per configuration
 
 
 def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
-         first: int = 1, resolution: float = RACE_RESOLUTION) -> list[list[float]]:
+         first: int = 1, resolution: float = RACE_RESOLUTION,
+         pick: Callable[[list[float]], Collection[int]] | None = None) -> list[list[float]]:
     """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, at most
     ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the relative difference the
-    race must resolve before it stops. Rank on the means: more re-runs went to the configurations near the
-    leader."""
+    race must resolve before it stops; ``pick``: what the means decide (the indices it takes from them; by default
+    the leader). Two configurations whose means lie within ``RACE_Z`` standard errors of their difference, and
+    where the order of the two changes the pick, get another batch; the rest are settled. Rank on the means."""
     runs = [probe.remeasure(c, phase, range(first, first + repeats)) for c in configs]
     if repeats < 1 or noise <= 0:
         return runs
+    pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
     for batch in range(1, RACE_ROUNDS):
         means = [sum(r) / len(r) for r in runs]
-        lead = max(range(len(configs)), key=lambda i: means[i])
-
-        def doubt(i: int) -> float:       # RACE_Z standard errors of the relative difference to the leader
-            return RACE_Z * noise * math.sqrt(1 / len(runs[i]) + 1 / len(runs[lead]))
-
-        alive = [i for i in range(len(configs)) if i != lead and means[i] >= means[lead] * (1 - doubt(i))]
-        if not alive or all(doubt(i) <= resolution for i in alive):
+        doubt: set[int] = set()
+        for i, j in itertools.combinations(range(len(configs)), 2):
+            d = RACE_Z * noise * math.sqrt(1 / len(runs[i]) + 1 / len(runs[j]))
+            if d <= resolution or abs(means[i] - means[j]) > d * max(means[i], means[j]):
+                continue
+            if _order_matters(pick, means, i, j):
+                doubt.update((i, j))
+        if not doubt:
             break
         start = first + batch * repeats
-        for i in (lead, *alive):
+        for i in sorted(doubt):
             runs[i] = runs[i] + probe.remeasure(configs[i], phase, range(start, start + repeats))
     return runs
+
+
+def _order_matters(pick: Callable[[list[float]], Collection[int]], means: list[float], i: int, j: int) -> bool:
+    """Whether ``pick`` takes other configurations with ``i`` just above ``j`` than with ``j`` just above ``i`` (both at
+    their mid-point, so a tie is a pair in doubt too)."""
+    mid = (means[i] + means[j]) / 2
+    eps = 1e-9 * max(abs(mid), 1.0)
+    ahead, behind = list(means), list(means)
+    ahead[i], ahead[j] = mid + eps, mid - eps
+    behind[i], behind[j] = mid - eps, mid + eps
+    return set(pick(ahead)) != set(pick(behind))
