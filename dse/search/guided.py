@@ -12,9 +12,9 @@ towards an edge). Candidates are ranked by expected gain per board second (engin
 measured at the cut search's parameters, with pre/post threads raised to clear the best FPS in sight. The best
 measured tuples within three times the noise of the best (at most four, the best of each option first) are raced on
 fresh re-runs (``guided_repeats`` per batch, more until a 1 % difference is resolved) and ranked on them: the best
-single sample of near-equal tuples is mostly luck. The top two (again the best of each option before a second tuple of one) go to the fine-tuner; the answer is
-the best of them and their tuned configurations on fresh re-runs, raced (``pipeline.finetune_phase``,
-``dse.search.race``).
+single sample of near-equal tuples is mostly luck. The top two (again the best of each option before a second tuple
+of one) go to the fine-tuner; the answer is the best of them and their tuned configurations on fresh re-runs, raced
+(``pipeline.finetune_phase``, ``dse.search.race``).
 """
 from __future__ import annotations
 
@@ -516,7 +516,7 @@ CONTENDERS = 4    # near-best measured tuples re-run to pick them
 # the fine-tuner's 2 %: they are tuples, and a tuple 1 % behind is what the fine-tuner cannot make up (Yolov4-csp
 # INT8 on the Xavier at 1 % noise: PND-A (75), (77), (80) and (78), true 251.8-255.3 FPS, ranked on three re-runs
 # each 254.2, 252.8, 252.4 and 250.2; (80) was left out and the answer, (77), was 0.988 of it); only pairs whose
-# order changes the finalists are raced (Yolov4 INT8: PND-A (86) and (89), both finalists, took 9 re-runs each)
+# order changes the finalists are raced (Yolov4 INT8: PND-A (86) and (89), both finalists, took 12 re-runs each)
 CONTENDER_RESOLUTION = 0.01
 
 

@@ -37,7 +37,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
     if repeats < 1 or noise <= 0:
         return runs
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
-    for batch in range(1, RACE_ROUNDS):
+    for _ in range(1, RACE_ROUNDS):
         means = [sum(r) / len(r) for r in runs]
         doubt: set[int] = set()
         for i, j in itertools.combinations(range(len(configs)), 2):
@@ -48,9 +48,9 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
                 doubt.update((i, j))
         if not doubt:
             break
-        start = first + batch * repeats
-        for i in sorted(doubt):
-            runs[i] = runs[i] + probe.remeasure(configs[i], phase, range(start, start + repeats))
+        for i in sorted(doubt):          # each configuration's next repeat indices: consecutive, even after a pause
+            k = first + len(runs[i])
+            runs[i] = runs[i] + probe.remeasure(configs[i], phase, range(k, k + repeats))
     return runs
 
 
