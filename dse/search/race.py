@@ -4,12 +4,12 @@ The guided search answers the best of its fine-tuner's starts and tuned configur
 ``guided_repeats`` (3) of them each. At 3 % noise per run, three re-runs put the standard error of the difference
 of two means at 2.4 %, so the pick among configurations 1-4 % apart is often wrong: in 8 of 36 guided searches on
 the virtual Xavier at 3 % noise, a configuration the final ranking re-ran was at least 1 % faster (true FPS) than
-the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, a
-configuration whose mean is more than ``RACE_Z`` standard errors of the difference under the leader's drops out,
-and the rest get another batch. It stops when one is left, when ``RACE_Z`` standard errors are below
-``RACE_RESOLUTION`` for every one left (at 1 % noise three re-runs already are: no extra batch), or after
-``RACE_ROUNDS`` batches. Where the means decide more than a leader (the guided search's two finalists), only the
-pairs whose order changes that decision are raced: two near-equal tuples that both go on need no more re-runs.
+the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
+configurations whose means lie within ``RACE_Z`` standard errors of their difference, and whose order changes what
+the means decide (the leader; for the guided search's contenders, its two finalists), get another batch; a pair
+further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops when
+every pair is settled, when ``RACE_Z`` standard errors are below the resolution (``RACE_RESOLUTION``; at 1 % noise
+three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batches.
 """
 from __future__ import annotations
 
