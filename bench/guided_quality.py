@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Sequence
 
 from bench.machine import load_average, write_result
-from bench.reference import remeasure
+from bench.reference import remeasure, remeasure_together
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
 from dse.backends.sim.truth import board_overrides, noise_free
 from dse.workflow.phases import search_setup
@@ -135,20 +135,22 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         ev = Evaluator(backend, seed=seed)        # re-measurements: fresh repeats of every answer
         sim = backend.name == "sim"       # a real backend has no truth to ask but its own noisy runs
         true_fps = noise_free(network, precision, Path(tmp), platform, overrides) if sim else lambda config: None
+        # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
+        # its configuration is re-measured here with the answers (same repeats, the run's own noise)
+        ref = load_reference(network, precision, platform, overrides=board_overrides(overrides))
+        answers = [answer.config for _, answer, _ in runs.values()]
+        ref_config = Configuration.from_dict(ref["reference"]["config"]) if ref is not None else None
+        answer_fps = remeasure_together(ev, answers + ([ref_config] if ref_config else []), repeats, REPEAT_ANSWER,
+                                        strategy="bench")
         rows = {}
-        for method, (probe, answer, extra) in runs.items():
+        for (method, (probe, answer, extra)), fps in zip(runs.items(), answer_fps):
             asked = [m for _, m in probe.asked]
-            fps = remeasure(ev, answer.config, repeats, REPEAT_ANSWER, strategy="bench")
             rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "true_fps": _round(true_fps(answer.config)),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
-        # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
-        # its configuration is re-measured here like the answers (same repeats, the run's own noise)
-        ref = load_reference(network, precision, platform, overrides=board_overrides(overrides))
         if ref is not None:
-            ref_config = Configuration.from_dict(ref["reference"]["config"])
-            fps = remeasure(ev, ref_config, repeats, REPEAT_ANSWER, strategy="bench")
+            fps = answer_fps[-1]
             reference = {"source": "exhaustive (bench.reference): " + ref["coverage"],
                          "mean": round(statistics.mean(fps), 3), "stored_mean": ref["reference"]["mean"],
                          "true_fps": _round(true_fps(ref_config)),

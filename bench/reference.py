@@ -68,6 +68,19 @@ def remeasure(evaluator_or_backend, config, n: int = 5, first_repeat: int = SCRE
     return out
 
 
+def remeasure_together(evaluator, configs: Sequence, n: int, first_repeat: int, *,
+                       strategy: str = "reference") -> list[list[float]]:
+    """``remeasure`` of several configurations, round-robin: repeat r of each before repeat r + 1 of any. On a
+    real host whose speed drifts (another tenant on the VM) the drift then falls on every configuration alike,
+    not on whichever was re-run last; on the sim, whose noise depends on (configuration, repeat) only, the
+    result is the same as one after another."""
+    out: list[list[float]] = [[] for _ in configs]
+    for r in range(first_repeat, first_repeat + n):
+        for runs, config in zip(out, configs):
+            runs += remeasure(evaluator, config, 1, r, strategy=strategy)
+    return out
+
+
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     values = list(values)
     return (statistics.fmean(values) if values else 0.0,

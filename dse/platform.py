@@ -909,7 +909,7 @@ def _options(spec: Mapping, pes: dict[str, PE], where: str, precisions: tuple[st
 
 def _core_group_options(d: Mapping, where: str, precisions: tuple[str, ...]) -> tuple[dict[str, PE], dict, str]:
     """``options: auto``: this machine's usable cores (or ``cores``), E on all of them plus one option per
-    group configuration of at most ``max_groups`` groups ("2", "1-1", "3-1", ...)."""
+    group configuration of two to ``max_groups`` groups ("1-1", "3-1", ...)."""
     from dse.runtime.cpu_groups import core_group_layouts, usable_cores
 
     available = usable_cores()

@@ -75,3 +75,13 @@ def test_options_that_cannot_run_are_not_planned():
     (fp32,) = plan_runs({"overrides": "[benchmark=tiny-chain,precision=fp32]"}).values()
     (int8,) = plan_runs({"overrides": "[benchmark=tiny-chain]"}).values()
     assert fp32.options == ("E",) and set(int8.options) == {"A", "B", "C", "D", "E", "PND-A", "PND-B"}
+
+
+def test_a_search_asks_a_stage_for_no_more_streams_than_the_platform_runs():
+    """search.max_streams (8, a Jetson's) is capped by the platform's limits.max_streams_per_stage in the resolved
+    settings: host-cpu (4) gets 4, where a maximizer asking for 5 was only refused; the Xavier (16) keeps 8."""
+    from dse.workflow.plan import config_parts
+
+    host = config_parts(compose_config(["benchmark=tiny-chain", "platform=host-cpu", "precision=fp32"]))[0]
+    xavier = config_parts(compose_config(["benchmark=tiny-chain"]))[0]
+    assert host["search"]["max_streams"] == 4 and xavier["search"]["max_streams"] == 8

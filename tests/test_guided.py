@@ -252,8 +252,8 @@ def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
 
 def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     """Ranking re-runs (``dse.search.race``): a configuration far under the leader gets one batch, near-equal
-    ones get more batches until the doubt is resolved or the cap is reached, the re-runs on consecutive fresh
-    repeat indices; no noise, or little: one batch; no repeats: none."""
+    ones get more batches until the doubt is resolved or the cap is reached, the re-runs round-robin on consecutive
+    fresh repeat indices; no noise, or little: one batch; no repeats: none."""
     from dse.search.race import RACE_ROUNDS, race
 
     backend, base = _sim_board("yolov4", sigma=0.03)
@@ -267,6 +267,9 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     for config, r in zip((slow, e, near), runs):      # consecutive repeat indices from ``first``, nothing else
         assert probe.remeasure(config, "finetune", range(5, 5 + len(r))) == r
     assert len(probe.reruns) == sum(map(len, runs))
+    # round-robin: one run of each configuration in the batch before the next of any (a drift hits all alike)
+    order = [m.config.hash for m in probe.reruns]
+    assert order[:9] == [slow.hash, e.hash, near.hash] * 3 and order[9:15] == [e.hash, near.hash] * 3
     # noise-free, ``e`` and ``near`` stay tied: how many batches the tie gets follows from the noise assumed alone
     quiet = Probe(Evaluator(_sim_board("yolov4")[0]), "guided")
     lengths = {noise: [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise)]

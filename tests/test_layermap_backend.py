@@ -82,22 +82,27 @@ def test_ort_refuses_mappings_that_do_not_fit_this_host(detector):
     assert "buffers 99 exceeds the limit" in backend.check(LayerMapping(cpu, [0] * n).to_configuration(_base(buffers=99)))
 
 
+# host-cpu's pipeline option and the layer-mapping CPU configuration of the same core groups
+SAME_GROUPS = [("E", "2"), ("1-1", "1-1")]
+
+
 def _pair(analysis, option, cuts):
-    """(pipeline configuration, the LM configuration of the same option and cuts)."""
+    """(pipeline configuration, the LM configuration of the same core groups and cuts)."""
     backend = _ort(analysis, frames=12, keep=True)
     graph = backend.layermap.graph("fp32")
     pipe = _base().with_(option=option, cuts=cuts, streams=(1,) * (len(cuts) + 1))
-    lm = LayerMapping(option, stage_mapping(graph, analysis.stage_of(cuts)), graph_digest=graph.digest)
+    cpu_config = dict(SAME_GROUPS)[option]
+    lm = LayerMapping(cpu_config, stage_mapping(graph, analysis.stage_of(cuts)), graph_digest=graph.digest)
     return backend, pipe, lm.to_configuration(_base())
 
 
-@pytest.mark.parametrize("option", ["2", "1-1"])
-def test_contiguous_mapping_equals_the_pipeline_configuration(detector, option):
+@pytest.mark.parametrize("option,cpu_config", SAME_GROUPS)
+def test_contiguous_mapping_equals_the_pipeline_configuration(detector, option, cpu_config):
     if len(CORES) != 2:
         pytest.skip("the options of a two-core host")
-    cuts = () if option == "2" else (detector.feasible_cuts[len(detector.feasible_cuts) // 2],)
+    cuts = () if option == "E" else (detector.feasible_cuts[len(detector.feasible_cuts) // 2],)
     backend, pipe, lm = _pair(detector, option, cuts)
-    assert lm.option == f"LM:{option}" and lm.hash != pipe.hash
+    assert lm.option == f"LM:{cpu_config}" and lm.hash != pipe.hash
     m_pipe = backend.measure(pipe)
     out_pipe = backend.last_run.outputs
     m_lm = backend.measure(lm)
@@ -112,20 +117,20 @@ def test_contiguous_mapping_equals_the_pipeline_configuration(detector, option):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option", ["2", "1-1"])
-def test_contiguous_mapping_runs_as_fast_as_the_pipeline_configuration(option):
+@pytest.mark.parametrize("option,cpu_config", SAME_GROUPS)
+def test_contiguous_mapping_runs_as_fast_as_the_pipeline_configuration(option, cpu_config):
     """Five interleaved rounds of 200 frames each through the backend, yolov3-tiny at 128: the median FPS ratio in
     a band that allows for the shared host's load (single runs vary by 2x)."""
     if len(CORES) != 2:
         pytest.skip("the options of a two-core host")
     analysis = analyze(build_network("yolov3-tiny", input_size=128))
-    cuts = () if option == "2" else (analysis.feasible_cuts[len(analysis.feasible_cuts) // 2],)
+    cuts = () if option == "E" else (analysis.feasible_cuts[len(analysis.feasible_cuts) // 2],)
     backend = OrtBackend("host-cpu", analysis, MeasureSettings(precision="fp32", sample_size=200, input_size=128,
                                                                warmup=20))
     graph = backend.layermap.graph("fp32")
     base = _base().with_(input_size=128)
     pipe = base.with_(option=option, cuts=cuts, streams=(1,) * (len(cuts) + 1))
-    lm = LayerMapping(option, stage_mapping(graph, analysis.stage_of(cuts))).to_configuration(base)
+    lm = LayerMapping(cpu_config, stage_mapping(graph, analysis.stage_of(cuts))).to_configuration(base)
     ratios = []
     for _ in range(5):
         a, b = backend.measure(pipe), backend.measure(lm)

@@ -123,6 +123,7 @@ def test_host_cpu_is_the_same_platform_model():
     assert p.backend == "ort" and p.main_kind == "CPU" and p.main_pe == core_group_name(cores)
     assert p.options["E"].stages[0].pes == (core_group_name(cores),) and p.cpu_cores == len(cores)
     assert all(pe.type == "cpu" and pe.cores for pe in p.pes.values())
+    assert str(len(cores)) not in p.options      # the one group of all cores is E, under no second name
     if len(cores) >= 2:
         one_one = p.option("1-1")
         assert [p.pes[s.pes[0]].cores for s in one_one.stages] == [(cores[0],), (cores[1],)]

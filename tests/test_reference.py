@@ -65,6 +65,30 @@ def test_remeasure_is_fresh_and_reproducible(ref):
         reference.remeasure(backend, cfg, first_repeat=0)
 
 
+def test_remeasure_together_runs_round_robin_with_the_same_runs(ref):
+    """Several answers re-measured together take repeat r of each before r + 1 of any (a real host's drift then
+    falls on all alike) and, on the sim, the very runs they get one after another."""
+    from dse.workflow.phases import search_setup
+    from dse.configuration import Configuration
+
+    configs = list({c.hash: c for c in (Configuration.from_dict(e["config"])
+                                        for e in (ref["reference"], *ref["top"]))}.values())[:3]
+    assert len(configs) == 3
+    with tempfile.TemporaryDirectory() as tmp:
+        _, _, backend, _, _, _ = search_setup(NET, PREC, Path(tmp), reference.PLATFORM, FAST)
+        order = []
+
+        class Spy:      # the real sim backend, recording the order of its runs
+            def measure(self, config, repeat=0):
+                order.append((config.hash, repeat))
+                return backend.measure(config, repeat=repeat)
+
+        first = reference.CONFIRM_FIRST
+        together = reference.remeasure_together(Spy(), configs, 3, first)
+        assert together == [reference.remeasure(backend, c, 3, first) for c in configs]
+    assert order == [(c.hash, r) for r in range(first, first + 3) for c in configs]
+
+
 def test_load_reference_detects_staleness(ref, tmp_path, capsys):
     assert reference.load_reference(NET, PREC, overrides=FAST, root=tmp_path) is None
     assert "missing" in capsys.readouterr().out

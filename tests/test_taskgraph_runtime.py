@@ -283,11 +283,11 @@ def _contiguous_pair(analysis, option, cuts, frames, warmup):
     return pipe, tg
 
 
-@pytest.mark.parametrize("option", ["2", "1-1"])
+@pytest.mark.parametrize("option", ["E", "1-1"])
 def test_contiguous_mapping_is_the_pipeline_of_its_option_and_cuts(detector, option):
     if len(CORES) != 2:
         pytest.skip("the options of a two-core host")
-    cuts = () if option == "2" else (detector.feasible_cuts[len(detector.feasible_cuts) // 2],)
+    cuts = () if option == "E" else (detector.feasible_cuts[len(detector.feasible_cuts) // 2],)
     pipe, tg = _contiguous_pair(detector, option, cuts, frames=10, warmup=2)
     engines = [st.engines[0] for st in pipe.stages]
     assert len(tg.engines) == len(engines) == len(cuts) + 1  # one session per stage

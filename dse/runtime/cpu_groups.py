@@ -2,8 +2,10 @@
 machine offers. ``dse.platform`` turns them into the PEs and mapping options of ``host-cpu``.
 
 A configuration splits the usable cores into groups of non-increasing size, e.g. 4 cores -> (4), (3,1),
-(2,2), (2,1,1), (1,1,1,1). Each is a mapping option named by its groups ("4", "3-1", "2-1-1", ...): stage i
-runs on group i, cores taken in order. Option ``E`` is the whole network on one group of all cores.
+(2,2), (2,1,1), (1,1,1,1). Each is a mapping option named by its groups ("3-1", "2-1-1", ...): stage i runs on
+group i, cores taken in order. The one group of all cores is option ``E``, the whole network on it; it has no
+second name ("4"), which a search would measure and tune as a mapping of its own (session 53: on the 2-core host,
+"2" took 6 of the guided search's 52 measurements).
 """
 from __future__ import annotations
 
@@ -48,12 +50,12 @@ def group_sizes(n_cores: int, max_groups: int) -> list[tuple[int, ...]]:
 
 
 def core_group_layouts(cores: list[int], max_groups: int = 4) -> dict[str, list[list[tuple[int, ...]]]]:
-    """Option name -> per stage, the core groups it runs on (one group each): ``E`` plus one option per group
-    configuration of ``cores``."""
+    """Option name -> per stage, the core groups it runs on (one group each): ``E`` (all cores) plus one option per
+    configuration of two or more groups of ``cores``."""
     if not cores:
         raise DseError("no usable CPU cores")
     layouts = {"E": [[tuple(cores)]]}
-    for sizes in group_sizes(len(cores), max(1, max_groups)):
+    for sizes in group_sizes(len(cores), max(1, max_groups))[1:]:      # the first, (all cores,), is E
         stages, start = [], 0
         for s in sizes:
             stages.append([tuple(cores[start:start + s])])

@@ -6,7 +6,8 @@ of two means at 2.4 %, so the pick among configurations 1-4 % apart is often wro
 the virtual Xavier at 3 % noise, a configuration the final ranking re-ran was at least 1 % faster (true FPS) than
 the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
 configurations whose means lie within ``RACE_Z`` standard errors of their difference, and whose order changes what
-the means decide (the leader; for the guided search's contenders, its two finalists), get another batch; a pair
+the means decide (the leader; for the guided search's contenders, its two finalists), get another batch (run
+round-robin, so a drift of the board's speed falls on all alike); a pair
 further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops when
 every pair is settled, when ``RACE_Z`` standard errors are below the resolution (``RACE_RESOLUTION``; at 1 % noise
 three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batches.
@@ -28,12 +29,13 @@ RACE_ROUNDS = 4           # at most this many batches of re-runs per configurati
 def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
          first: int = 1, resolution: float = RACE_RESOLUTION,
          pick: Callable[[list[float]], Collection[int]] | None = None) -> list[list[float]]:
-    """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, at most
-    ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the relative difference the
+    """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, run
+    round-robin, at most ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the relative difference the
     race must resolve before it stops; ``pick``: what the means decide (the indices it takes from them; by default
     the leader). Two configurations whose means lie within ``RACE_Z`` standard errors of their difference, and
     where the order of the two changes the pick, get another batch; the rest are settled. Rank on the means."""
-    runs = [probe.remeasure(c, phase, range(first, first + repeats)) for c in configs]
+    runs: list[list[float]] = [[] for _ in configs]
+    _batch(probe, configs, runs, range(len(configs)), phase, repeats, first)
     if repeats < 1 or noise <= 0:
         return runs
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
@@ -48,10 +50,21 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
                 doubt.update((i, j))
         if not doubt:
             break
-        for i in sorted(doubt):          # each configuration's next repeat indices: consecutive, even after a pause
-            k = first + len(runs[i])
-            runs[i] = runs[i] + probe.remeasure(configs[i], phase, range(k, k + repeats))
+        _batch(probe, configs, runs, sorted(doubt), phase, repeats, first)
     return runs
+
+
+def _batch(probe: Probe, configs: Sequence[Configuration], runs: list[list[float]], which: Sequence[int], phase: str,
+           repeats: int, first: int) -> None:
+    """``repeats`` more re-runs of each configuration in ``which`` (into ``runs``), round-robin: one run of each
+    before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
+    Jetson warming up) falls on all of them alike instead of on whichever ran last (session 53: on the 2-core VM one
+    configuration ran 81-112 FPS within a race). Each configuration's repeat indices stay consecutive from
+    ``first``, even after a batch it sat out."""
+    for _ in range(repeats):
+        for i in which:
+            k = first + len(runs[i])
+            runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
 
 
 def _order_matters(pick: Callable[[list[float]], Collection[int]], means: list[float], i: int, j: int) -> bool:

@@ -57,7 +57,10 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     search, energy = EnergySettings.split(search)   # the clock phase's keys: a part of their own
     energy.check(loaded)
+    # a stage gets no more streams than the platform runs (host-cpu: 4): the default, 8, is a Jetson's, and a
+    # maximizer or fine-tuner asking for more is only refused (on the 2-core host, 5 of 52 configurations)
     settings = SearchSettings.from_dict(search)
+    settings = settings.with_(max_streams=min(settings.max_streams, loaded.limits.max_streams_per_stage))
     options = runnable_options(loaded, measure, settings)
     reason = over_limit(loaded, [("batch", measure.batch, "max_batch"),
                                  ("search.max_buffers", settings.max_buffers, "max_buffers"),

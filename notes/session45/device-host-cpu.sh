@@ -1,6 +1,7 @@
 #!/bin/bash
-# A prepared device check for issue 14's host-cpu target on a bigger real space: one 4-core row (options E, 4, 3-1,
-# 2-2, 2-1-1, 1-1-1-1) of guided vs the thesis' search, real ONNX Runtime. Session 45 ran four rows at once and all
+# A prepared device check for issue 14's host-cpu target on a bigger real space: one 4-core row (options E, 3-1,
+# 2-2, 2-1-1, 1-1-1-1; "4", the same as E, was an option of its own until session 53) of guided vs the thesis'
+# search, real ONNX Runtime. Session 45 ran four rows at once and all
 # hit their limit; session 46 ran one row alone at 300 frames + 50 warm-up (SAMPLE=300 WARMUP=50 LIMIT=530, this
 # script's defaults then) and its guided search did not finish in 530 s (load average 4 on the 4 cores). The defaults
 # are now 100 frames + 20 warm-up; METHODS (default "guided default") allows one method per lease if that is still
