@@ -7,10 +7,10 @@ the virtual Xavier at 3 % noise, a configuration the final ranking re-ran was at
 the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
 configurations whose means lie within ``RACE_Z`` standard errors of their difference, and whose order changes what
 the means decide (the leader; for the guided search's contenders, its two finalists), get another batch (run
-round-robin, so a drift of the board's speed falls on all alike); a pair
-further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops when
-every pair is settled, when ``RACE_Z`` standard errors are below the resolution (``RACE_RESOLUTION``; at 1 % noise
-three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batches.
+round-robin, so a drift of the board's speed falls on all alike); a pair further apart, or one whose order changes
+nothing (two near-equal tuples that both go on), is settled. It stops when every pair is settled, when ``RACE_Z``
+standard errors are below the resolution (``RACE_RESOLUTION``; at 1 % noise three re-runs already are: no extra
+batch), or after ``RACE_ROUNDS`` batches.
 """
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
          first: int = 1, resolution: float = RACE_RESOLUTION,
          pick: Callable[[list[float]], Collection[int]] | None = None) -> list[list[float]]:
     """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, run
-    round-robin, at most ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the relative difference the
-    race must resolve before it stops; ``pick``: what the means decide (the indices it takes from them; by default
-    the leader). Two configurations whose means lie within ``RACE_Z`` standard errors of their difference, and
-    where the order of the two changes the pick, get another batch; the rest are settled. Rank on the means."""
+    round-robin, at most ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the
+    relative difference the race must resolve before it stops; ``pick``: what the means decide (the indices it takes
+    from them; by default the leader). Two configurations whose means lie within ``RACE_Z`` standard errors of their
+    difference, and where the order of the two changes the pick, get another batch; the rest are settled. Rank on
+    the means."""
     runs: list[list[float]] = [[] for _ in configs]
     _batch(probe, configs, runs, range(len(configs)), phase, repeats, first)
     if repeats < 1 or noise <= 0:
@@ -59,7 +60,7 @@ def _batch(probe: Probe, configs: Sequence[Configuration], runs: list[list[float
     """``repeats`` more re-runs of each configuration in ``which`` (into ``runs``), round-robin: one run of each
     before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
     Jetson warming up) falls on all of them alike instead of on whichever ran last (session 53: on the 2-core VM one
-    configuration ran 81-112 FPS within a race). Each configuration's repeat indices stay consecutive from
+    configuration ran 81-109 FPS within a race). Each configuration's repeat indices stay consecutive from
     ``first``, even after a batch it sat out."""
     for _ in range(repeats):
         for i in which:
