@@ -138,6 +138,18 @@ def test_host_cpu_is_the_same_platform_model():
         p.require_model("sim")
 
 
+def test_core_group_options_of_a_four_core_host():
+    """Four cores: E on all of them (under no second name, "4") and one option per split into two to
+    ``max_groups`` groups, cores taken in order."""
+    from dse.runtime.cpu_groups import core_group_layouts
+
+    layouts = core_group_layouts([0, 1, 2, 3])
+    assert list(layouts) == ["E", "3-1", "2-2", "2-1-1", "1-1-1-1"]
+    assert layouts["E"] == [[(0, 1, 2, 3)]] and layouts["3-1"] == [[(0, 1, 2)], [(3,)]]
+    assert list(core_group_layouts([4, 5, 6, 7], max_groups=2)) == ["E", "3-1", "2-2"]
+    assert list(core_group_layouts([0])) == ["E"]
+
+
 def test_bad_buffer_scope_names_the_choices():
     from dse.config import compose_config
     from dse.errors import DseError
