@@ -138,19 +138,18 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         # noise changes no configuration's true FPS, so a reference computed at another noise level still holds;
         # its configuration is re-measured here with the answers (same repeats, the run's own noise)
         ref = load_reference(network, precision, platform, overrides=board_overrides(overrides))
-        answers = [answer.config for _, answer, _ in runs.values()]
         ref_config = Configuration.from_dict(ref["reference"]["config"]) if ref is not None else None
-        answer_fps = remeasure_together(ev, answers + ([ref_config] if ref_config else []), repeats, REPEAT_ANSWER,
-                                        strategy="bench")
+        configs = [answer.config for _, answer, _ in runs.values()] + ([ref_config] if ref_config else [])
+        remeasured = remeasure_together(ev, configs, repeats, REPEAT_ANSWER, strategy="bench")  # answers, reference
         rows = {}
-        for (method, (probe, answer, extra)), fps in zip(runs.items(), answer_fps):
+        for (method, (probe, answer, extra)), fps in zip(runs.items(), remeasured):
             asked = [m for _, m in probe.asked]
             rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "true_fps": _round(true_fps(answer.config)),
                             "curve": _curve(ev, asked, max(2, repeats // 2))}
         if ref is not None:
-            fps = answer_fps[-1]
+            fps = remeasured[-1]
             reference = {"source": "exhaustive (bench.reference): " + ref["coverage"],
                          "mean": round(statistics.mean(fps), 3), "stored_mean": ref["reference"]["mean"],
                          "true_fps": _round(true_fps(ref_config)),
