@@ -186,6 +186,30 @@ def test_stream_tuple_unshared_gives_every_gpu_stage_the_whole_count(option, s, 
     assert stream_tuple(XAVIER[option], s, share_main=False) == expected
 
 
+def test_full_stream_config_scales_a_stage_by_its_share_of_the_maximizers_cores():
+    """A core-group stage gets the maximizer's streams times its share of the cores the maximizer ran on (four
+    cores: 3-1 at 4 streams is (3, 1), 2-1-1 at 2 is (1, 1, 1)); a Jetson's GPU stages each get them whole."""
+    from dse.search.board_model import StageRole
+    from dse.search.params import full_stream_config
+
+    groups = {"E": [(0, 1, 2, 3)], "3-1": [(0, 1, 2), (3,)], "2-1-1": [(0, 1), (2,), (3,)]}
+    roles = {o: [StageRole(f"cpu{len(g)}", tuple(f"core{c}" for c in g)) for g in gs] for o, gs in groups.items()}
+    cores = SearchSpace(n_layers=10, feasible_cuts=list(range(9)), check_cuts=lambda c: None, main_pe="CPU",
+                        stage_pe_types={o: ["CPU"] * len(gs) for o, gs in groups.items()}, stage_roles=roles)
+    base = Configuration(benchmark="x", platform="p")
+    settings = SearchSettings()
+
+    def streams(space, option, s):
+        bounds = {"pre": 1, "post": 1, "buffers": 4, "streams": s}
+        return full_stream_config(space, base, option, (), bounds, settings).streams
+
+    assert [streams(cores, o, 4) for o in groups] == [(4,), (3, 1), (2, 1, 1)]
+    assert [streams(cores, o, 2) for o in groups] == [(2,), (2, 1), (1, 1, 1)]
+    gpu = SearchSpace(n_layers=10, feasible_cuts=list(range(9)), check_cuts=lambda c: None,
+                      stage_pe_types={o: XAVIER[o] for o in ("E", "PND-B")})
+    assert streams(gpu, "PND-B", 3) == (3, 4, 3) and streams(gpu, "E", 3) == (3,)
+
+
 def test_stream_resplit_only_for_first_gpu_stage():
     assert resplit_first_main((2, 2, 2), XAVIER["B"]) == (1, 2, 3)
     assert resplit_first_main((3, 4, 3), XAVIER["PND-B"]) == (1, 4, 5)

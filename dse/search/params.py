@@ -6,6 +6,7 @@ keeps buffers >= pre/post threads).
 """
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 from dse.configuration import Configuration
@@ -48,8 +49,25 @@ def search_config(base: Configuration, option: str, cuts: Sequence[int], streams
 
 def full_stream_config(space, base: Configuration, option: str, cuts: Sequence[int], bounds: Mapping[str, int],
                        settings) -> Configuration:
-    """``search_config`` with every main-PE stage at the maximizer's whole stream count (``share_main=False``):
-    what the guided search explores, the exhaustive reference sweeps and the decisions' cut grid measures."""
+    """``search_config`` with every main-PE stage at the maximizer's whole stream count (``share_main=False``),
+    scaled by the stage's share of the resources the maximizer ran on: what the guided search explores, the
+    exhaustive reference sweeps and the decisions' cut grid measures. A Jetson's GPU stages all run on the whole
+    GPU (no change); a host-cpu stage on one of two cores gets half the streams the maximizer found on both
+    (session 54, yolov4-tiny@160 on the 2-core VM: 1-1 (25) at streams (2, 2) 107.5 FPS, at (1, 1) 112.6, eight
+    round-robin re-runs each; the guided search measured every 1-1 tuple at (2, 2) and answered E)."""
     streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
                            main_pe=space.main_pe, share_main=False)
+    shares = main_stage_shares(space, option)
+    streams = tuple(max(1, math.ceil(s * f - 1e-9)) for s, f in zip(streams, shares))
     return search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)
+
+
+def main_stage_shares(space, option: str) -> list[float]:
+    """Per stage of ``option``: its share of the resources of the main-PE-only option's stage (the maximizer's)
+    where it is a main-PE stage; 1 for other stages and where the space does not know the stages' resources."""
+    try:
+        whole = len(space.stage_roles[space.main_only_option()][0].resources)
+        own = [len(r.resources) for r in space.stage_roles[option]]
+    except (TypeError, KeyError, IndexError, DseError):
+        return [1.0] * len(space.stages(option))
+    return [min(1.0, n / whole) if t == space.main_pe and whole else 1.0 for t, n in zip(space.stages(option), own)]
