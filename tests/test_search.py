@@ -189,7 +189,8 @@ def test_stream_tuple_unshared_gives_every_gpu_stage_the_whole_count(option, s, 
 def test_full_stream_config_scales_a_stage_by_its_share_of_the_maximizers_cores():
     """A core-group stage gets the maximizer's streams times its share of the cores the maximizer ran on (four
     cores: 3-1 at 4 streams is (3, 1), 2-1-1 at 2 is (1, 1, 1)); a Jetson's GPU stages each get them whole."""
-    from dse.search.board_model import StageRole
+    from dse.platform import load_platform
+    from dse.search.board_model import StageRole, roles_of_platform
     from dse.search.params import full_stream_config
 
     groups = {"E": [(0, 1, 2, 3)], "3-1": [(0, 1, 2), (3,)], "2-1-1": [(0, 1), (2,), (3,)]}
@@ -205,8 +206,9 @@ def test_full_stream_config_scales_a_stage_by_its_share_of_the_maximizers_cores(
 
     assert [streams(cores, o, 4) for o in groups] == [(4,), (3, 1), (2, 1, 1)]
     assert [streams(cores, o, 2) for o in groups] == [(2,), (2, 1), (1, 1, 1)]
+    xavier = roles_of_platform(load_platform("xavier-agx-sim"))
     gpu = SearchSpace(n_layers=10, feasible_cuts=list(range(9)), check_cuts=lambda c: None,
-                      stage_pe_types={o: XAVIER[o] for o in ("E", "PND-B")})
+                      stage_pe_types={o: XAVIER[o] for o in ("E", "PND-B")}, stage_roles=xavier)
     assert streams(gpu, "PND-B", 3) == (3, 4, 3) and streams(gpu, "E", 3) == (3,)
 
 
