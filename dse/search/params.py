@@ -6,7 +6,6 @@ keeps buffers >= pre/post threads).
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping, Sequence
 
 from dse.configuration import Configuration
@@ -57,17 +56,18 @@ def full_stream_config(space, base: Configuration, option: str, cuts: Sequence[i
     round-robin re-runs each; the guided search measured every 1-1 tuple at (2, 2) and answered E)."""
     streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
                            main_pe=space.main_pe, share_main=False)
-    shares = main_stage_shares(space, option)
-    streams = tuple(max(1, math.ceil(s * f - 1e-9)) for s, f in zip(streams, shares))
-    return search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)
+    return search_config(base, option, cuts, _scaled_to_resources(space, option, streams), bounds,
+                         settings.pipeline_buffers)
 
 
-def main_stage_shares(space, option: str) -> list[float]:
-    """Per stage of ``option``: its share of the resources of the main-PE-only option's stage (the maximizer's)
-    where it is a main-PE stage; 1 for other stages and where the space does not know the stages' resources."""
+def _scaled_to_resources(space, option: str, streams: Sequence[int]) -> tuple[int, ...]:
+    """``streams`` with each main-PE stage's count times its share of the resources of the maximizer's stage (the
+    main-PE-only option's), rounded up, at least 1; unchanged where the space does not know the stages' resources."""
+    roles = space.stage_roles or {}
     try:
-        whole = len(space.stage_roles[space.main_only_option()][0].resources)
-        own = [len(r.resources) for r in space.stage_roles[option]]
-    except (TypeError, KeyError, IndexError, DseError):
-        return [1.0] * len(space.stages(option))
-    return [min(1.0, n / whole) if t == space.main_pe and whole else 1.0 for t, n in zip(space.stages(option), own)]
+        whole = len(roles[space.main_only_option()][0].resources)
+        own = [len(r.resources) for r in roles[option]]
+    except (KeyError, DseError):
+        return tuple(streams)
+    return tuple(max(1, -(-s * n // whole)) if t == space.main_pe and n < whole else s
+                 for s, n, t in zip(streams, own, space.stages(option)))
