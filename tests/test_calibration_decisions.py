@@ -4,7 +4,7 @@ bench/calibration_decisions.py)."""
 import pytest
 
 from dse.backends.sim.calibration import Anchor, assign_splits, format_table, split_summary
-from dse.backends.sim.decisions import Decision, decisions_table, ranking_anchors
+from dse.backends.sim.decisions import Decision, decisions_table, ranking_anchors, readme_table
 from dse.commands.calibrate import BEGIN, END, write_markdown
 
 
@@ -31,7 +31,7 @@ def test_decision_best_match_and_ratio():
     d = _d("yolov4", "int8", "PND-A", {"E": 150.0, "PND-A": 210.0, "PND-B": 216.0})
     assert d.best == "PND-B" and not d.match
     assert d.ratio == 210.0 / 216.0
-    [a] = ranking_anchors([d])
+    [a] = [a for a in ranking_anchors([d]) if a.group == "Table 3.5 choice"]
     assert a.kind == "ranking" and a.ok          # within 3 %
     d.tuned["PND-A"] = 200.0
     assert not ranking_anchors([d])[0].ok       # 7 % behind
@@ -42,6 +42,20 @@ def test_jedi_y4t_fp16_ordering_anchor():
     bad = _d("yolov4-tiny", "fp16", "PND-B", {"E": 600.0, "PND-B": 693.0})
     assert [a.ok for a in ranking_anchors([ok]) if a.group == "JEDI choice"] == [True]
     assert [a.ok for a in ranking_anchors([bad]) if a.group == "JEDI choice"] == [False]
+
+
+def test_jedi_readme_ratio_anchor_judges_how_much_gpu_only_wins_or_loses_by():
+    # README: Yolov4 INT8 GPU only 158, GPU + DLA 208 (0.76); the anchor allows 10 % either side of that ratio
+    close = _d("yolov4", "int8", "PND-A", {"E": 150.0, "PND-A": 200.0, "PND-B": 190.0})      # 0.75
+    far = _d("yolov4", "int8", "PND-A", {"E": 130.0, "PND-A": 200.0})                         # 0.65: DLA over-rated
+    no_e = _d("yolov4", "int8", "PND-A", {"PND-A": 200.0})
+    [a] = [a for a in ranking_anchors([close]) if a.group == "JEDI README choice"]
+    assert a.kind == "ranking" and a.ok and a.published == 158 / 208 and a.simulated == 0.75
+    assert [a.ok for a in ranking_anchors([far]) if a.group == "JEDI README choice"] == [False]
+    assert not [a for a in ranking_anchors([no_e]) if a.group == "JEDI README choice"]
+    text = readme_table([close, far, no_e])
+    assert "| yolov4 | int8 | 150, 158 | PND-A 200, 208 | 0.75, 0.76 | 0.99 |" in text
+    assert "within 10% of the README's in 1 of 2 rows; below it in 2" in text
 
 
 def test_decisions_table_counts():

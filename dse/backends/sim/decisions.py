@@ -18,12 +18,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from dse.backends.sim.calibration import LABEL, TABLE_3_5, Anchor
+from dse.backends.sim.calibration import JEDI_README, LABEL, TABLE_3_5, Anchor
 from dse.backends.sim.truth import noise_free
 from dse.configuration import Configuration
 from dse.errors import DseError
@@ -36,6 +37,7 @@ GRID = 600             # cut tuples per level of the coarse-to-fine grid that gi
 WITHIN = 0.03          # Table 3.5's option must be within 3 % of the virtual board's best where they differ
 # Public JEDI figures: Yolov4-tiny FP16, GPU only with the techniques 620 FPS beats GPU + DLA 598 FPS.
 JEDI_Y4T_FP16 = (620.0, 598.0)
+README_RATIO_TOL = 0.10  # the virtual board's GPU only / best GPU + DLA within 10 % of the JEDI README's
 
 
 @dataclass
@@ -81,6 +83,12 @@ class Decision:
     def close(self) -> bool:
         """The same choice, or Table 3.5's option within ``WITHIN`` of the virtual board's."""
         return self.match or self.ratio >= 1 - WITHIN
+
+    @property
+    def gpu_only_ratio(self) -> float | None:
+        """Option E's FPS over the best other option's (re-measured means; None without E or another option)."""
+        dla = [v for o, v in self.tuned.items() if o != "E"]
+        return self.tuned["E"] / max(dla) if "E" in self.tuned and dla else None
 
     @property
     def label(self) -> str:
@@ -277,17 +285,22 @@ def decide_all(platform: str = "xavier-agx-sim", pairs: Iterable[tuple[str, str]
 
 def ranking_anchors(decisions: list[Decision]) -> list[Anchor]:
     """Per Table 3.5 row: its option's tuned FPS over the virtual board's best, within ``WITHIN`` (1.0 = the same
-    choice); and the public Yolov4-tiny FP16 ordering (GPU only with the techniques >= GPU + DLA)."""
+    choice), and GPU only over the best GPU + DLA option within ``README_RATIO_TOL`` of the JEDI README's ratio (how
+    much E wins or loses by); and the public Yolov4-tiny FP16 ordering (GPU only with the techniques >= GPU + DLA)."""
     out = []
     for d in decisions:
         out.append(Anchor("Table 3.5 choice", f"{d.label}: {d.published} (Table 3.5) / best option", 1.0, d.ratio,
                           1.0 - WITHIN, 1.0 + 1e-9, f"virtual board: {d.best}" + ("" if d.match else " (differs)"),
                           kind="ranking"))
+        board = JEDI_README.get((d.network, d.precision))
+        if board is not None and d.gpu_only_ratio is not None:
+            r = board[1] / board[2]
+            out.append(Anchor("JEDI README choice", f"{d.label}: GPU only / best GPU + DLA", r, d.gpu_only_ratio,
+                              r * (1 - README_RATIO_TOL), r * (1 + README_RATIO_TOL), kind="ranking"))
     y4t = next((d for d in decisions if (d.network, d.precision) == ("yolov4-tiny", "fp16")), None)
-    if y4t is not None and "E" in y4t.tuned:
-        dla = max(v for o, v in y4t.tuned.items() if o != "E")
+    if y4t is not None and y4t.gpu_only_ratio is not None:
         out.append(Anchor("JEDI choice", "Y4t FP16: GPU only tuned / best GPU + DLA >= 1",
-                          JEDI_Y4T_FP16[0] / JEDI_Y4T_FP16[1], y4t.tuned["E"] / dla, 1.0, 99.0, kind="ranking"))
+                          JEDI_Y4T_FP16[0] / JEDI_Y4T_FP16[1], y4t.gpu_only_ratio, 1.0, 99.0, kind="ranking"))
     return out
 
 
@@ -317,4 +330,27 @@ def decisions_table(decisions: list[Decision]) -> str:
         lines[-1] += (f" By true FPS ({len(with_true)} rows): the same option in "
                       f"{sum(d.best_true == d.published for d in with_true)}, within {WITHIN:.0%} in "
                       f"{sum(d.close_true for d in with_true)}.")
+    return "\n".join(lines)
+
+
+def readme_table(decisions: list[Decision]) -> str:
+    """Markdown: per row, GPU only and the best GPU + DLA option on the virtual board (re-measured means) beside the
+    JEDI README's campaign, and the two GPU only / GPU + DLA ratios, which decide between E and the DLA options."""
+    lines = ["| network | precision | GPU only: virtual, README | best GPU + DLA: virtual, README | "
+             "GPU only / GPU + DLA: virtual, README | virtual / README |", "| --- | --- | --- | --- | --- | ---: |"]
+    shares = []
+    for d in decisions:
+        board = JEDI_README.get((d.network, d.precision))
+        if board is None or d.gpu_only_ratio is None:
+            continue
+        dla = max((o for o in d.tuned if o != "E"), key=lambda o: d.tuned[o])
+        r = board[1] / board[2]
+        shares.append(d.gpu_only_ratio / r)
+        lines.append(f"| {d.network} | {d.precision} | {d.tuned['E']:.0f}, {board[1]} | {dla} {d.tuned[dla]:.0f}, "
+                     f"{board[2]} | {d.gpu_only_ratio:.2f}, {r:.2f} | {shares[-1]:.2f} |")
+    if shares:
+        within = sum(abs(x - 1) <= README_RATIO_TOL for x in shares)
+        lines += ["", f"GPU only / GPU + DLA within {README_RATIO_TOL:.0%} of the README's in {within} of "
+                      f"{len(shares)} rows; below it in {sum(x < 1 for x in shares)}; virtual / README median "
+                      f"{statistics.median(shares):.2f}, range {min(shares):.2f}-{max(shares):.2f}."]
     return "\n".join(lines)
