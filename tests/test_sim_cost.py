@@ -182,9 +182,9 @@ def test_weights_that_overflow_half_the_buffer_are_streamed_per_input_slice_and_
     assert extra["fp16"] > extra["int8"] > 0                # twice the bytes, more slices: FP16 pays more
 
 
-@pytest.mark.parametrize("prec, width, other", [("fp16", 256, "int8"), ("int8", 128, "fp16")])
+@pytest.mark.parametrize("prec, width, other", [("fp16", 128, "int8"), ("int8", 128, "fp16")])
 def test_a_precisions_own_tile_width_slows_only_its_narrow_convolutions(xavier, y4t, prec, width, other):
-    """``channel_atom_by_precision`` (the Xavier's FP16 kernels tile 256 output channels, its INT8 ones 128): a
+    """``channel_atom_by_precision`` (the Xavier's FP16 and INT8 kernels tile 128 output channels): a
     convolution of that precision narrower than the tile loses efficiency, as wide as it keeps its time; the other
     precision and the DLA keep the PE's own atom."""
     import dataclasses
