@@ -37,8 +37,8 @@ def _sets() -> dict[str, AnchorSet]:
     from dse.dvfs.anchors import FIT_PARAMETERS
 
     return {s.board_model: s for s in (
-        AnchorSet("jetson-agx-xavier", "CALIBRATION.md: thesis Ch. 3-4 and the public JEDI figures", _xavier,
-                  DEFAULT_PARAMETERS, decisions=True),
+        AnchorSet("jetson-agx-xavier", "CALIBRATION.md (thesis Ch. 3-4, public JEDI figures) and the JEDI README",
+                  _xavier, DEFAULT_PARAMETERS, decisions=True),
         AnchorSet("jetson-tx2", "seed 001 Table 2: TensorRT on one A57 core + the GPU at 3 x 3 clocks", _tx2,
                   FIT_PARAMETERS))}
 
