@@ -85,10 +85,16 @@ class Decision:
         return self.match or self.ratio >= 1 - WITHIN
 
     @property
+    def best_gpu_dla(self) -> str | None:
+        """The best option but E, GPU only (re-measured means; None without one)."""
+        others = [o for o in self.tuned if o != "E"]
+        return max(others, key=lambda o: self.tuned[o]) if others else None
+
+    @property
     def gpu_only_ratio(self) -> float | None:
-        """Option E's FPS over the best other option's (re-measured means; None without E or another option)."""
-        dla = [v for o, v in self.tuned.items() if o != "E"]
-        return self.tuned["E"] / max(dla) if "E" in self.tuned and dla else None
+        """Option E's FPS over the best other option's (None without E or another option)."""
+        other = self.best_gpu_dla
+        return self.tuned["E"] / self.tuned[other] if "E" in self.tuned and other else None
 
     @property
     def label(self) -> str:
@@ -343,7 +349,7 @@ def readme_table(decisions: list[Decision]) -> str:
         board = JEDI_README.get((d.network, d.precision))
         if board is None or d.gpu_only_ratio is None:
             continue
-        dla = max((o for o in d.tuned if o != "E"), key=lambda o: d.tuned[o])
+        dla = d.best_gpu_dla
         r = board[1] / board[2]
         shares.append(d.gpu_only_ratio / r)
         lines.append(f"| {d.network} | {d.precision} | {d.tuned['E']:.0f}, {board[1]} | {dla} {d.tuned[dla]:.0f}, "
