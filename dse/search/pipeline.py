@@ -148,7 +148,8 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         best = _confirm(probe, starts, results, settings.guided_repeats, noise, reruns_used)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
-        best = _one_stream_each(probe, best, settings.guided_repeats, noise)
+        if not space.shared_cores:      # a busy CPU says the host bounds it only where the PEs are not its cores
+            best = _one_stream_each(probe, best, settings.guided_repeats, noise)
         best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
         tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
     else:
