@@ -133,9 +133,9 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     configuration whose single sample was lucky, or a start that tuning only seemed to improve, no longer wins by
     that sample; a later finalist whose raised parameters stay more than twice the noise (``noise``, relative)
     under an earlier one's is not lowered again, and the answer is tried with every buffer where the accelerators
-    bound it, or with one pre-processing thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat
-    indices the search's ranking of the starts took; these re-runs come after them). Otherwise the best tuned one
-    wins, the first on a tie."""
+    bound it, or with one stream per stage (not where the PEs are the host's cores) and with one pre-processing
+    thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the
+    starts took; these re-runs come after them). Otherwise the best tuned one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
