@@ -114,8 +114,10 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
             strategy = "guided" if method == "guided" else "proposed"
             r = run_search(space, probe, base, settings.with_(strategy=strategy))
-            runs[method] = (probe, r.finetune.measurement, {"selected": describe(r.finetune.config),
-                                                           "search_tuples": r.unique_tuples})
+            extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
+            if method == "guided":      # what its races assumed: their re-runs follow from it
+                extra["noise"] = round(r.guided.noise, 4)
+            runs[method] = (probe, r.finetune.measurement, extra)
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
