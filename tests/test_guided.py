@@ -356,13 +356,15 @@ def test_a_cpu_bound_answer_takes_one_stream_per_stage_where_that_does_as_well()
     """A CPU-bound answer on a plateau of streams the fine-tuner stopped on is re-run with one stream per stage and
     replaced where that does at least as well on the same fresh re-runs (yolov2-tiny INT8 E, noise-free, 7 pre / 2
     post threads: 4 streams 846.9 FPS, 1 stream 867.3); an answer with CPU time to spare, or one at one stream
-    already, is left as it is, unmeasured."""
+    already, or one whose PEs are the host's cores (host-cpu), is left as it is, unmeasured."""
     from dse.search.pipeline import _one_stream_each
 
     probe, base = _quiet_probe("yolov2-tiny", "int8")
     busy = base.with_(option="E", cuts=(), streams=(4,), buffers=12, pre_threads=7, post_threads=2)
     answer = _confirmed(probe, busy)
     assert answer.measurement.cpu_util >= 0.9
+    asked = probe.measured
+    assert _one_stream_each(probe, answer, 2, 0.01, shared_cores=2) is answer and probe.measured == asked
     relieved = _one_stream_each(probe, answer, 2, 0.01)
     assert relieved.config == busy.with_(streams=(1,)) and relieved.fps > answer.fps
     assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]

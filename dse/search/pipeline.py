@@ -148,8 +148,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         best = _confirm(probe, starts, results, settings.guided_repeats, noise, reruns_used)
         confirmed = len(best.confirmed)
         best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
-        if not space.shared_cores:      # a busy CPU says the host bounds it only where the PEs are not its cores
-            best = _one_stream_each(probe, best, settings.guided_repeats, noise)
+        best = _one_stream_each(probe, best, settings.guided_repeats, noise, space.shared_cores)
         best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
         tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
     else:
@@ -183,21 +182,23 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
     does gain."""
     c, m = best.config, best.measurement
-    if not m.ok or m.cpu_util >= CPU_BUSY or c.buffers >= cap:
+    if not m.ok or _cpu_bound(m) or c.buffers >= cap:
         return best
     return _variant(probe, best, c.with_(buffers=cap), repeats, noise, fewer=False)
 
 
-def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: float) -> FinetuneResult:
-    """The answer, or the same with one stream per stage where that answer ran the CPU fully busy and one stream does
-    at least as well on fresh re-runs (``_variant``): the host bounds such an answer, and streams that let the
-    accelerators take more frames at once only add to what the busy cores contend for. The fine-tuner lowers
-    streams one at a time and stops at the first step that measures no better, so on a CPU-bound plateau it stops
-    early (Yolov2-tiny INT8 E on the Xavier, noise-free, 7 pre / 2 post threads, 12 buffers: 4 streams 846.9 FPS, 3
-    849.4, 2 844.5, 1 867.3; without the profile's CPU contention 2 streams gain 13 %; at 3 % noise the guided answer
-    kept 4, 0.986 of Optuna TPE's E at 1, BENCHMARKS 8.37)."""
+def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: float,
+                     shared_cores: int = 0) -> FinetuneResult:
+    """The answer, or the same with one stream per stage where that answer ran the CPU fully busy and one stream
+    does at least as well on fresh re-runs (``_variant``): the host bounds such an answer, and streams that let the
+    accelerators take more frames at once only add to what the busy cores contend for. Not where the PEs are the
+    host's cores (``shared_cores``, ``SearchSpace.shared_cores``: host-cpu), where a busy CPU is the accelerator's.
+    The fine-tuner lowers streams one at a time and stops at the first step that measures no better, so on a
+    CPU-bound plateau it stops early (Yolov2-tiny INT8 E on the Xavier, noise-free, 7 pre / 2 post threads, 12
+    buffers: 4 streams 846.9 FPS, 3 849.4, 2 844.5, 1 867.3; without the profile's CPU contention 2 streams gain
+    13 %; at 3 % noise the guided answer kept 4, 0.986 of Optuna TPE's E at 1, BENCHMARKS 8.37)."""
     m, c = best.measurement, best.config
-    if not m.ok or m.cpu_util < CPU_BUSY or all(s <= 1 for s in c.streams):
+    if shared_cores or not _cpu_bound(m) or all(s <= 1 for s in c.streams):
         return best
     return _variant(probe, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, fewer=True)
 
@@ -209,9 +210,14 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: f
     gain (yolov3-tiny FP16 on the Xavier, noise-free, 2 post threads: PND-A (17) with 10 pre threads 816.3 FPS, with 9
     832.1)."""
     m, c = best.measurement, best.config
-    if not m.ok or m.cpu_util < CPU_BUSY or c.pre_threads <= 1:
+    if not _cpu_bound(m) or c.pre_threads <= 1:
         return best
     return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, fewer=True)
+
+
+def _cpu_bound(m: Measurement) -> bool:
+    """A run that kept the host's cores fully busy (``CPU_BUSY``): the host, not the accelerators, bounds it."""
+    return m.ok and m.cpu_util >= CPU_BUSY
 
 
 def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
