@@ -421,6 +421,11 @@ class Platform:
     def mapping_cores(self) -> int:
         return len(self.mapping_core_ids())
 
+    def shared_cores(self) -> int:
+        """Where the PEs are the host's own CPU cores (host-cpu), their number: pre/post threads time-slice with the
+        inference there; 0 where threads have cores of their own (a Jetson's CPU beside its GPU and DLAs)."""
+        return self.mapping_cores() if self.main_kind == "CPU" else 0
+
     def cpu_configs(self, max_groups: int = 4) -> list[tuple[int, ...]]:
         """CPU configurations of per-layer mapping (002 Fig. 1): group sizes of the big cluster, e.g. 4 cores ->
         (4), (3,1), (2,2), (2,1,1), (1,1,1,1)."""

@@ -85,3 +85,18 @@ def test_a_search_asks_a_stage_for_no_more_streams_than_the_platform_runs():
     host = config_parts(compose_config(["benchmark=tiny-chain", "platform=host-cpu", "precision=fp32"]))[0]
     xavier = config_parts(compose_config(["benchmark=tiny-chain"]))[0]
     assert host["search"]["max_streams"] == 4 and xavier["search"]["max_streams"] == 8
+
+
+def test_threads_that_share_the_inference_cores_stop_at_the_cores():
+    """Where the PEs are the host's cores (host-cpu), pre and post threads past one per core only time-slice with
+    the inference: the resolved search.max_pre/max_post stop at the cores; the Xavier, whose CPU has cores of its
+    own beside the GPU and DLAs, keeps 8."""
+    from dse.platform import load_platform
+    from dse.workflow.plan import config_parts
+
+    cores = load_platform("host-cpu").shared_cores()
+    host = config_parts(compose_config(["benchmark=tiny-chain", "platform=host-cpu", "precision=fp32"]))[0]
+    xavier = config_parts(compose_config(["benchmark=tiny-chain"]))[0]
+    assert cores >= 1 and load_platform("xavier-agx-sim").shared_cores() == 0
+    assert (host["search"]["max_pre"], host["search"]["max_post"]) == (min(8, cores), min(8, cores))
+    assert (xavier["search"]["max_pre"], xavier["search"]["max_post"]) == (8, 8)

@@ -644,27 +644,20 @@ def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
     assert all(c.streams[i] == 2 for c in searched for i in gpu), {c.streams for c in searched}
 
 
-def test_threads_stop_at_the_cores_the_inference_shares(board):
-    """Where the PEs are the host's cores (host-cpu), the threads the model asks for time-slice with the inference:
-    the exploration's pools stop at the cores. Where threads have cores of their own, the same search raises them
-    past (here, at one thread each to start)."""
-    import dataclasses
-
+def test_threads_rise_to_the_settings_bound_and_no_further(board):
+    """The exploration raises the pools' threads to what the model asks for, up to ``max_pre``/``max_post`` (which
+    the resolved settings stop at the cores where the threads share them: ``test_config``)."""
     backend, space, base = board
-    settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4)
     bounds = {"pre": 1, "post": 1, "buffers": 4, "streams": 2}
 
-    def most_threads(sp):
+    def most_threads(settings):
         probe = Probe(Evaluator(backend), "guided")
-        guided_search(sp, probe, base, bounds, settings, sp.network_facts(), options=settings.options)
+        guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options)
         return max(max(m.config.pre_threads, m.config.post_threads) for m in probe.memo.values())
 
-    assert space.shared_cores == 0 and most_threads(space) > 2
-    assert most_threads(dataclasses.replace(space, shared_cores=2)) == 2
-    host = load_platform("host-cpu")
-    analysis = analyze(build_network("tiny-chain", input_size=32))
-    shared = SearchSpace.for_platform(analysis, host, MeasureSettings(precision="fp32", input_size=32), lambda: None)
-    assert shared.shared_cores == host.mapping_cores() >= 1
+    settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4)
+    assert most_threads(settings) > 2
+    assert most_threads(settings.with_(max_pre=2, max_post=2)) == 2
 
 
 def test_check_round_takes_the_models_best_then_the_cheapest_within_the_noise_of_it(board):

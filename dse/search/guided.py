@@ -246,17 +246,16 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     def raise_threads(model: BoardModel) -> None:
         """Candidates are measured with enough pre and post threads for the best FPS in sight: the maximizer
         found its thread bounds on the main PE alone, and a pipeline that outruns them would measure the
-        threads, not its cuts (every tuple the same FPS). Threads only go up; the fine-tuner removes extras.
-        Where the threads share the PEs' cores (``space.shared_cores``), a pool stops at the cores: beyond, its
-        threads time-slice with the inference they feed (host-cpu, 2 cores: E at 8/8 threads ran 182.7 FPS, at
-        1/1 198.2), and the model, which sees the pools' cost but not that, would ask for 8."""
+        threads, not its cuts (every tuple the same FPS). Threads only go up, at most to ``max_pre``/``max_post``
+        (where the threads share the PEs' cores, host-cpu, the resolved settings stop those at the cores: the
+        model sees the pools' cost but not their time-slicing with the inference, and would ask for 8); the
+        fine-tuner removes extras."""
         nonlocal bounds
         sight = max([_best_measured(pools)]
                     + [float(p.predict(model, host_bound=False)[0].max()) for p in pools.values()])
         pre_need, post_need = model.threads_for(HOST_HEADROOM * sight)
-        cores = space.shared_cores or math.inf
-        pre = max(bounds["pre"], min(pre_need, settings.max_pre, cores))
-        post = max(bounds["post"], min(post_need, settings.max_post, cores))
+        pre = max(bounds["pre"], min(pre_need, settings.max_pre))
+        post = max(bounds["post"], min(post_need, settings.max_post))
         if (pre, post) != (bounds["pre"], bounds["post"]):
             bounds = {**bounds, "pre": pre, "post": post, "buffers": max(bounds["buffers"], pre, post)}
             for o, p in pools.items():

@@ -52,9 +52,8 @@ class SearchSpace:
     # that weighs candidates by board time prefers those whose engines are built already
     board_costs: object | None = None
     run_frames: int = 0
-    # where the PEs are the host's own CPU cores (host-cpu), their number: pre/post threads time-slice with the
-    # inference there, so a thread pool larger than the cores slows what it should feed; 0: threads have cores
-    # of their own (a Jetson's CPU beside its GPU and DLAs)
+    # ``Platform.shared_cores``: where the PEs are the host's own CPU cores (host-cpu), their number; 0 where
+    # threads have cores of their own
     shared_cores: int = 0
 
     def __post_init__(self):
@@ -121,7 +120,7 @@ class SearchSpace:
                    main_pe=platform.main_kind, gpu_layer_profile=profile, stage_roles=roles,
                    network_facts=facts_of, board_costs=platform.board_costs,
                    run_frames=settings.sample_size + (settings.warmup or 0),
-                   shared_cores=platform.mapping_cores() if platform.main_kind == "CPU" else 0)
+                   shared_cores=platform.shared_cores())
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""
