@@ -646,7 +646,8 @@ def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
 
 def test_threads_rise_to_the_settings_bound_and_no_further(board):
     """The exploration raises the pools' threads to what the model asks for, up to ``max_pre``/``max_post`` (which
-    the resolved settings stop at the cores where the threads share them: ``test_config``)."""
+    the resolved settings stop at the cores where the threads share them: ``test_config``); a host-cpu search space
+    knows those cores."""
     backend, space, base = board
     bounds = {"pre": 1, "post": 1, "buffers": 4, "streams": 2}
 
@@ -658,6 +659,10 @@ def test_threads_rise_to_the_settings_bound_and_no_further(board):
     settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4)
     assert most_threads(settings) > 2
     assert most_threads(settings.with_(max_pre=2, max_post=2)) == 2
+    host = load_platform("host-cpu")
+    analysis = analyze(build_network("tiny-chain", input_size=32))
+    shared = SearchSpace.for_platform(analysis, host, MeasureSettings(precision="fp32", input_size=32), lambda: None)
+    assert shared.shared_cores == host.shared_cores() == host.mapping_cores() >= 1
 
 
 def test_check_round_takes_the_models_best_then_the_cheapest_within_the_noise_of_it(board):
