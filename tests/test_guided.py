@@ -253,7 +253,7 @@ def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
 def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     """Ranking re-runs (``dse.search.race``): a configuration far under the leader gets one batch, near-equal
     ones get more batches until the doubt is resolved or the cap is reached, the re-runs round-robin on consecutive
-    fresh repeat indices; no noise, or little: one batch; no repeats: none."""
+    fresh repeat indices; no noise (assumed, or left within the rounds): one batch; no repeats: none."""
     from dse.search.race import RACE_ROUNDS, race
 
     backend, base = _sim_board("yolov4", sigma=0.03)
@@ -261,7 +261,7 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     slow = e.with_(streams=(1,), pre_threads=1)
     near = e.with_(buffers=7)                        # the same true FPS as ``e``: GPU-bound either way
-    runs = race(probe, [slow, e, near], "finetune", 3, 0.03, first=5)
+    runs = race(probe, [slow, e, near], "finetune", 3, 0.03, first=5).runs
     assert len(runs[0]) == 3 and min(len(runs[1]), len(runs[2])) > 3
     assert max(len(r) for r in runs) <= RACE_ROUNDS * 3
     for config, r in zip((slow, e, near), runs):      # consecutive repeat indices from ``first``, nothing else
@@ -270,12 +270,55 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     # round-robin: one run of each configuration in the batch before the next of any (a drift hits all alike)
     order = [m.config.hash for m in probe.reruns]
     assert order[:9] == [slow.hash, e.hash, near.hash] * 3 and order[9:15] == [e.hash, near.hash] * 3
-    # noise-free, ``e`` and ``near`` stay tied: how many batches the tie gets follows from the noise assumed alone
+    # noise-free, ``e`` and ``near`` stay tied, but nothing is left within the rounds to doubt them by
     quiet = Probe(Evaluator(_sim_board("yolov4")[0]), "guided")
-    lengths = {noise: [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise)]
-               for noise in (0.0, 0.01, 0.015, 0.03)}
-    assert lengths == {0.0: [3, 3, 3], 0.01: [3, 3, 3], 0.015: [3, 6, 6], 0.03: [3, 12, 12]}
-    assert race(quiet, [e, near], "finetune", 0, 0.03) == [[], []]
+    for noise in (0.0, 0.01, 0.03):
+        assert [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise).runs] == [3, 3, 3]
+    assert race(quiet, [e, near], "finetune", 0, 0.03).runs == [[], []]
+
+
+class _Host:
+    """A stand-in for a real host's re-runs (the race's statistics alone): FPS = the configuration's speed x
+    the host's speed at that repeat (``drift``, keyed by configuration for a drift of its own) x its own noise
+    (``wobble``, by repeat)."""
+
+    def __init__(self, speed: dict, drift, wobble):
+        self.speed, self.drift, self.wobble = speed, drift, wobble
+
+    def remeasure(self, config, phase, repeats):
+        return [self.speed[config.buffers] * self.drift(config.buffers, r) * self.wobble(config.buffers, r)
+                for r in repeats]
+
+
+def test_a_race_compares_configurations_within_rounds():
+    """A host whose speed jumps +-25 % between rounds (session 58's VM: all configurations about 25 % faster in one
+    round) and whose runs differ by 0.5 % within a round: a configuration 5 % ahead is settled after one batch
+    although one run's noise (10 %) would keep an unpaired race going to its cap; the same jumps, but each
+    configuration's own, do keep it going. Where little noise is left within the rounds, how many batches two tied
+    configurations get follows from the noise assumed for one run alone, and ranks follow the within-round
+    comparison, not the raw means (a configuration that sat out a slow batch is not ahead for it)."""
+    from dse.search.race import RACE_ROUNDS, race
+
+    a, b, c = (Configuration("n", "host-cpu", buffers=k) for k in (1, 2, 3))
+    levels = [1.0, 1.25, 0.8, 1.2, 0.75, 1.1, 0.9, 1.3, 0.85, 1.0, 1.15, 0.8, 1.05]
+    wobble = lambda k, r: 1 + 0.005 * (-1) ** (r + k)                    # noqa: E731
+    shared = _Host({1: 100.0, 2: 105.0}, lambda k, r: levels[r], wobble)
+    raced = race(shared, [a, b], "finetune", 3, 0.10)
+    assert [len(r) for r in raced.runs] == [3, 3] and raced.means[1] > raced.means[0]
+    own = _Host({1: 100.0, 2: 105.0}, lambda k, r: levels[(r + 5 * k) % len(levels)], wobble)
+    assert [len(r) for r in race(own, [a, b], "finetune", 3, 0.10).runs] == [3 * RACE_ROUNDS] * 2
+    # tied, within-round spread 10 %: the noise assumed decides (2 standard errors of 3 runs under 2 % at 1 %)
+    spread = lambda k, r: (1.1, 0.9, 1.0)[(r + k) % 3]                   # noqa: E731
+    tied = _Host({1: 100.0, 2: 100.0}, lambda k, r: 1.0, spread)
+    lengths = {noise: [len(r) for r in race(tied, [a, b], "finetune", 3, noise).runs]
+               for noise in (0.01, 0.015, 0.03)}
+    assert lengths == {0.01: [3, 3], 0.015: [6, 6], 0.03: [12, 12]}
+    # ``c`` 5 % behind is settled after the first batch; the tied two race on through a batch 30 % slower
+    slower = _Host({1: 100.0, 2: 100.0, 3: 95.0}, lambda k, r: 1.0 if r <= 3 else 0.7, wobble)
+    raced = race(slower, [a, b, c], "finetune", 3, 0.10, resolution=0.005)
+    runs = raced.runs
+    assert len(runs[2]) == 3 < min(len(runs[0]), len(runs[1])) and sum(runs[0]) / len(runs[0]) < sum(runs[2]) / 3
+    assert [m / raced.means[2] for m in raced.means[:2]] == pytest.approx([100 / 95] * 2, rel=0.01)
 
 
 def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):

@@ -543,11 +543,11 @@ def _finalists(probe: Probe, pools, noise: float, repeats: int,
         return _option_first([i for i in order if means[i] >= means[order[0]] * (1 - 2 * noise)],
                              options.__getitem__)[:FINALISTS]
 
-    runs = race(probe, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose)
-    means = [float(np.mean(r)) if r else fps for r, (fps, _) in zip(runs, near)]
+    raced = race(probe, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose)
+    means = [float(mean) if r else fps for r, mean, (fps, _) in zip(raced.runs, raced.means, near)]
     contenders = [{"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash,
                    "search_fps": round(fps, 3), "reruns": [round(x, 3) for x in r], "mean": round(mean, 3)}
-                  for (fps, config), r, mean in zip(near, runs, means)]
+                  for (fps, config), r, mean in zip(near, raced.runs, means)]
     order = sorted(range(len(near)), key=lambda i: -means[i])
     return [probe.measure(near[i][1], PHASE) for i in choose(means)], [contenders[i] for i in order]
 

@@ -29,7 +29,7 @@ from dse.search.guided import STRATEGY as GUIDED
 from dse.search.guided import GuidedResult, guided_search
 from dse.search.maximizer import MaximizeResult, maximize
 from dse.search.probe import Probe, as_probe, score
-from dse.search.race import race
+from dse.search.race import TIE, race
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
@@ -231,11 +231,12 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     its new re-runs, the answer's first."""
     head, rest = best.confirmed[0], best.confirmed[1:]
     first = head["first_rerun"] + len(head["reruns"])
-    answer_runs, runs = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first)
+    raced = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first)
+    answer_runs, runs = raced.runs
     head = _confirmed_entry(best.config, head["tuned"], head["reruns"] + answer_runs, head["first_rerun"])
     entry = _confirmed_entry(variant, True, runs, first)
-    gain = sum(runs) / len(runs) - sum(answer_runs) / len(answer_runs)
-    if gain > 0 or (fewer and gain == 0):
+    gain = raced.means[1] / raced.means[0] - 1
+    if gain > TIE or (fewer and gain >= -TIE):
         measured = probe.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
         best = replace(best, config=variant, measurement=measured, confirmed=[entry, head, *rest])
     else:
@@ -264,10 +265,10 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
     first = max(repeats, reruns_used) + 1
-    runs = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
-    for e, reruns in zip(entries, runs):
-        e.update(mean=sum(reruns) / len(reruns), reruns=reruns)
-    entries.sort(key=lambda e: -e["mean"])
+    raced = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
+    for e, reruns, mean in zip(entries, raced.runs, raced.means):
+        e.update(rank=mean, reruns=reruns)
+    entries.sort(key=lambda e: -e["rank"])
     win = entries[0]
     r = results[win["result"]]
     confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], first) for e in entries]

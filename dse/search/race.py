@@ -6,17 +6,30 @@ of two means at 2.4 %, so the pick among configurations 1-4 % apart is often wro
 the virtual Xavier at 3 % noise, a configuration the final ranking re-ran was at least 1 % faster (true FPS) than
 the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
 configurations whose means lie within ``RACE_Z`` standard errors of their difference, and whose order changes what
-the means decide (the leader; for the guided search's contenders, its two finalists), get another batch (run
-round-robin, so a drift of the board's speed falls on all alike); a pair further apart, or one whose order changes
-nothing (two near-equal tuples that both go on), is settled. It stops when every pair is settled, when ``RACE_Z``
-standard errors are below the resolution (``RACE_RESOLUTION``; at 1 % noise three re-runs already are: no extra
-batch), or after ``RACE_ROUNDS`` batches.
+the means decide (the leader; for the guided search's contenders, its two finalists), get another batch; a pair
+further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops
+when every pair is settled, when ``RACE_Z`` standard errors are below the resolution (``RACE_RESOLUTION``; at 1 %
+noise three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batches.
+
+A batch runs round-robin, one run of each configuration in a round before the next round, and the race compares
+configurations within rounds: log FPS = configuration + round + noise (a two-way model, fitted by least squares),
+so what a round's runs share cancels. On a real host most of the noise is shared: on the 2-core VM of session 58
+all four configurations of a round ran about 25 % faster together, and two configurations' difference within a
+round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 %. The noise left within rounds is estimated from
+the model's residuals; the race takes its upper ``PAIRED_CONFIDENCE`` bound where that is below the noise assumed
+for one run (which bounds it: a run's noise is the shared part and this one). On a virtual board each run's noise
+is its own, the two agree and the race runs as it would on unpaired means. The means ranked on are the model's:
+in a race where every configuration ran every round, the geometric mean of its runs.
 """
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from scipy.stats import chi2
 
 from dse.configuration import Configuration
 from dse.search.probe import Probe
@@ -24,48 +37,98 @@ from dse.search.probe import Probe
 RACE_Z = 2.0              # two configurations this many standard errors of their difference apart are settled
 RACE_RESOLUTION = 0.02    # ... and the race stops once RACE_Z standard errors are below this (relative FPS)
 RACE_ROUNDS = 4           # at most this many batches of re-runs per configuration
+PAIRED_CONFIDENCE = 0.9   # the within-round noise taken: this upper confidence bound of its estimate
+TIE = 1e-9                # means this close (relative) are equal: the fit's rounding, not the board
+
+
+class RaceResult(NamedTuple):
+    runs: list[list[float]]     # each configuration's re-run FPS, in repeat order
+    means: list[float]          # what to rank on: the within-round comparison's means at the race's average
+                                # round (nan: never run)
+
+
+class _Board:
+    """The race's re-runs so far: each configuration's FPS and the round each ran in."""
+
+    def __init__(self, n: int):
+        self.runs: list[list[float]] = [[] for _ in range(n)]
+        self.rounds: list[list[int]] = [[] for _ in range(n)]
+        self.next_round = 0
+
+    def fit(self) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """(log means, pseudo-inverse of the normal matrix over the configurations, residual variance, its degrees
+        of freedom) of log FPS = configuration + round + noise over every run so far."""
+        k, ids = len(self.runs), sorted({r for rs in self.rounds for r in rs})
+        col = {r: k + c for c, r in enumerate(ids)}
+        rows = [(i, col[r], x) for i, (xs, rs) in enumerate(zip(self.runs, self.rounds)) for x, r in zip(xs, rs)]
+        top = max((x for _, _, x in rows), default=1.0)
+        design = np.zeros((len(rows), k + len(ids)))
+        y = np.empty(len(rows))
+        for n, (i, c, x) in enumerate(rows):
+            design[n, i] = design[n, c] = 1.0
+            y[n] = math.log(max(x, 1e-6 * top))          # a failed run (0 FPS): far below, and noisy: no pairing
+        inverse = np.linalg.pinv(design.T @ design)
+        beta = inverse @ design.T @ y
+        df = len(rows) - int(np.linalg.matrix_rank(design))
+        resid = y - design @ beta
+        var = float(resid @ resid / df) if df > 0 else math.inf
+        log_means = beta[:k] + (beta[k:].mean() if ids else 0.0)
+        log_means[[not r for r in self.runs]] = np.nan
+        return log_means, inverse[:k, :k], var, df
 
 
 def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
          first: int = 1, resolution: float = RACE_RESOLUTION,
-         pick: Callable[[list[float]], Collection[int]] | None = None) -> list[list[float]]:
+         pick: Callable[[list[float]], Collection[int]] | None = None) -> RaceResult:
     """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, run
-    round-robin, at most ``RACE_ROUNDS`` batches). ``noise``: the relative noise of one run; ``resolution``: the
-    relative difference the race must resolve before it stops; ``pick``: what the means decide (the indices it takes
-    from them; by default the leader). Two configurations whose means lie within ``RACE_Z`` standard errors of their
-    difference, and where the order of the two changes the pick, get another batch; the rest are settled. Rank on
-    the means."""
-    runs: list[list[float]] = [[] for _ in configs]
-    _batch(probe, configs, runs, range(len(configs)), phase, repeats, first)
+    round-robin, at most ``RACE_ROUNDS`` batches) and the means to rank them on. ``noise``: the relative noise of
+    one run; ``resolution``: the relative difference the race must resolve before it stops; ``pick``: what the means
+    decide (the indices it takes from them; by default the leader). Two configurations whose means lie within
+    ``RACE_Z`` standard errors of their difference, and where the order of the two changes the pick, get another
+    batch; the rest are settled."""
+    board = _Board(len(configs))
+    _batch(probe, configs, board, range(len(configs)), phase, repeats, first)
     if repeats < 1 or noise <= 0:
-        return runs
+        return RaceResult(board.runs, list(np.exp(board.fit()[0])))
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
     for _ in range(1, RACE_ROUNDS):
-        means = [sum(r) / len(r) for r in runs]
+        log_means, inverse, var, df = board.fit()
+        sigma = min(noise, paired_noise(var, df))
+        means = list(np.exp(log_means))
         doubt: set[int] = set()
         for i, j in itertools.combinations(range(len(configs)), 2):
-            d = RACE_Z * noise * math.sqrt(1 / len(runs[i]) + 1 / len(runs[j]))
-            if d <= resolution or abs(means[i] - means[j]) > d * max(means[i], means[j]):
+            d = RACE_Z * sigma * math.sqrt(max(inverse[i, i] + inverse[j, j] - 2 * inverse[i, j], 0.0))
+            if d <= resolution or abs(log_means[i] - log_means[j]) > d:
                 continue
             if _order_matters(pick, means, i, j):
                 doubt.update((i, j))
         if not doubt:
             break
-        _batch(probe, configs, runs, sorted(doubt), phase, repeats, first)
-    return runs
+        _batch(probe, configs, board, sorted(doubt), phase, repeats, first)
+    return RaceResult(board.runs, list(np.exp(board.fit()[0])))
 
 
-def _batch(probe: Probe, configs: Sequence[Configuration], runs: list[list[float]], which: Sequence[int], phase: str,
+def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> float:
+    """The upper ``confidence`` bound of the within-round noise whose estimate is ``var`` on ``df`` degrees of
+    freedom (infinite with none)."""
+    if df < 1 or not math.isfinite(var):
+        return math.inf
+    return math.sqrt(var * df / chi2.ppf(1 - confidence, df))
+
+
+def _batch(probe: Probe, configs: Sequence[Configuration], board: _Board, which: Sequence[int], phase: str,
            repeats: int, first: int) -> None:
-    """``repeats`` more re-runs of each configuration in ``which`` (into ``runs``), round-robin: one run of each
+    """``repeats`` more rounds of re-runs of the configurations in ``which`` (into ``board``): one run of each
     before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
     Jetson warming up) falls on all of them alike instead of on whichever ran last (session 53: on the 2-core VM one
-    configuration ran 81-109 FPS within a race). Each configuration's repeat indices stay consecutive from
-    ``first``, even after a batch it sat out."""
+    configuration ran 81-109 FPS within a race), and the race compares them within rounds. Each configuration's
+    repeat indices stay consecutive from ``first``, even after a batch it sat out."""
     for _ in range(repeats):
         for i in which:
-            k = first + len(runs[i])
-            runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
+            k = first + len(board.runs[i])
+            board.runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
+            board.rounds[i].append(board.next_round)
+        board.next_round += 1
 
 
 def _order_matters(pick: Callable[[list[float]], Collection[int]], means: list[float], i: int, j: int) -> bool:
