@@ -47,7 +47,7 @@ class RaceResult(NamedTuple):
                                 # round (nan: never run)
 
 
-class _Board:
+class _Runs:
     """The race's re-runs so far: each configuration's FPS and the round each ran in."""
 
     def __init__(self, n: int):
@@ -66,7 +66,7 @@ class _Board:
         y = np.empty(len(rows))
         for n, (i, c, x) in enumerate(rows):
             design[n, i] = design[n, c] = 1.0
-            y[n] = math.log(max(x, 1e-6 * top))          # a failed run (0 FPS): far below, and noisy: no pairing
+            y[n] = math.log(max(x, 1e-6 * top, 1e-12))   # a failed run (0 FPS): far below, and noisy: no pairing
         inverse = np.linalg.pinv(design.T @ design)
         beta = inverse @ design.T @ y
         df = len(rows) - int(np.linalg.matrix_rank(design))
@@ -86,13 +86,13 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
     decide (the indices it takes from them; by default the leader). Two configurations whose means lie within
     ``RACE_Z`` standard errors of their difference, and where the order of the two changes the pick, get another
     batch; the rest are settled."""
-    board = _Board(len(configs))
-    _batch(probe, configs, board, range(len(configs)), phase, repeats, first)
+    so_far = _Runs(len(configs))
+    _batch(probe, configs, so_far, range(len(configs)), phase, repeats, first)
     if repeats < 1 or noise <= 0:
-        return RaceResult(board.runs, list(np.exp(board.fit()[0])))
+        return RaceResult(so_far.runs, list(np.exp(so_far.fit()[0])))
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
     for _ in range(1, RACE_ROUNDS):
-        log_means, inverse, var, df = board.fit()
+        log_means, inverse, var, df = so_far.fit()
         sigma = min(noise, paired_noise(var, df))
         means = list(np.exp(log_means))
         doubt: set[int] = set()
@@ -104,8 +104,8 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
                 doubt.update((i, j))
         if not doubt:
             break
-        _batch(probe, configs, board, sorted(doubt), phase, repeats, first)
-    return RaceResult(board.runs, list(np.exp(board.fit()[0])))
+        _batch(probe, configs, so_far, sorted(doubt), phase, repeats, first)
+    return RaceResult(so_far.runs, list(np.exp(so_far.fit()[0])))
 
 
 def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> float:
@@ -116,19 +116,19 @@ def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> 
     return math.sqrt(var * df / chi2.ppf(1 - confidence, df))
 
 
-def _batch(probe: Probe, configs: Sequence[Configuration], board: _Board, which: Sequence[int], phase: str,
+def _batch(probe: Probe, configs: Sequence[Configuration], so_far: _Runs, which: Sequence[int], phase: str,
            repeats: int, first: int) -> None:
-    """``repeats`` more rounds of re-runs of the configurations in ``which`` (into ``board``): one run of each
+    """``repeats`` more rounds of re-runs of the configurations in ``which`` (into ``so_far``): one run of each
     before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
     Jetson warming up) falls on all of them alike instead of on whichever ran last (session 53: on the 2-core VM one
     configuration ran 81-109 FPS within a race), and the race compares them within rounds. Each configuration's
     repeat indices stay consecutive from ``first``, even after a batch it sat out."""
     for _ in range(repeats):
         for i in which:
-            k = first + len(board.runs[i])
-            board.runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
-            board.rounds[i].append(board.next_round)
-        board.next_round += 1
+            k = first + len(so_far.runs[i])
+            so_far.runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
+            so_far.rounds[i].append(so_far.next_round)
+        so_far.next_round += 1
 
 
 def _order_matters(pick: Callable[[list[float]], Collection[int]], means: list[float], i: int, j: int) -> bool:
