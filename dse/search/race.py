@@ -13,9 +13,10 @@ noise three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batch
 
 A batch runs round-robin, one run of each configuration in a round before the next round, and the race compares
 configurations within rounds: log FPS = configuration + round + noise (a two-way model, fitted by least squares),
-so what a round's runs share cancels. On a real host most of the noise is shared: on the 2-core VM of session 58
-all four configurations of a round ran about 25 % faster together, and two configurations' difference within a
-round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 %. The noise left within rounds is estimated from
+so what a round's runs share cancels. On a real host much of the noise can be shared: on the 2-core VM of session
+58 all four configurations of a round ran about 25 % faster together, and two configurations' difference within a
+round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 % (in another stretch on that host, session 59, none
+was shared). The noise left within rounds is estimated from
 the model's residuals; the race takes its upper ``PAIRED_CONFIDENCE`` bound where that is below the noise assumed
 for one run (which bounds it: a run's noise is the shared part and this one). On a virtual board each run's noise
 is its own, the two agree and the race runs as it would on unpaired means. The means ranked on are the model's:
