@@ -89,11 +89,12 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
     batch; the rest are settled."""
     so_far = _Runs(len(configs))
     _batch(probe, configs, so_far, range(len(configs)), phase, repeats, first)
+    fit = so_far.fit()
     if repeats < 1 or noise <= 0:
-        return RaceResult(so_far.runs, list(np.exp(so_far.fit()[0])))
+        return RaceResult(so_far.runs, list(np.exp(fit[0])))
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
     for _ in range(1, RACE_ROUNDS):
-        log_means, inverse, var, df = so_far.fit()
+        log_means, inverse, var, df = fit
         sigma = min(noise, paired_noise(var, df))
         means = list(np.exp(log_means))
         doubt: set[int] = set()
@@ -106,7 +107,8 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
         if not doubt:
             break
         _batch(probe, configs, so_far, sorted(doubt), phase, repeats, first)
-    return RaceResult(so_far.runs, list(np.exp(so_far.fit()[0])))
+        fit = so_far.fit()
+    return RaceResult(so_far.runs, list(np.exp(fit[0])))
 
 
 def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> float:
