@@ -16,11 +16,11 @@ configurations within rounds: log FPS = configuration + round + noise (a two-way
 so what a round's runs share cancels. On a real host much of the noise can be shared: on the 2-core VM of session
 58 all four configurations of a round ran about 25 % faster together, and two configurations' difference within a
 round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 % (in another stretch on that host, session 59, none
-was shared). The noise left within rounds is estimated from
-the model's residuals; the race takes its upper ``PAIRED_CONFIDENCE`` bound where that is below the noise assumed
-for one run (which bounds it: a run's noise is the shared part and this one). On a virtual board each run's noise
-is its own, the two agree and the race runs as it would on unpaired means. The means ranked on are the model's:
-in a race where every configuration ran every round, the geometric mean of its runs.
+was shared). The noise left within rounds is estimated from the model's residuals; the race takes its upper
+``PAIRED_CONFIDENCE`` bound where that is below the noise assumed for one run (which bounds it: a run's noise is the
+shared part and this one). On a virtual board each run's noise is its own, the two agree and the race runs as it
+would on unpaired means. The means ranked on are the model's: in a race where every configuration ran every round,
+the geometric mean of its runs.
 """
 from __future__ import annotations
 
