@@ -115,8 +115,9 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             strategy = "guided" if method == "guided" else "proposed"
             r = run_search(space, probe, base, settings.with_(strategy=strategy))
             extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
-            if method == "guided":      # what its races assumed: their re-runs follow from it
-                extra["noise"] = round(r.guided.noise, 4)
+            if method == "guided":      # what its races assumed (their re-runs follow from it) and the batches the
+                extra["noise"] = round(r.guided.noise, 4)     # re-run budget refused them
+                extra["batches_refused"] = r.guided.batches_refused + r.finetune.batches_refused
             runs[method] = (probe, r.finetune.measurement, extra)
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)

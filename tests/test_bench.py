@@ -188,6 +188,28 @@ def test_guided_quality_runs_a_subset_of_its_methods(capsys):
     assert "--methods default random: random and optuna-tpe spend the guided" in capsys.readouterr().err
 
 
+def test_guided_replay_finds_a_stored_row_the_same_and_a_changed_one_changed(tmp_path, monkeypatch, capsys):
+    """``bench.guided_replay`` re-runs a stored row's guided search: the sim's noise depends on configuration and
+    repeat only, so today's code gives the stored answer and counts; a row stored with other counts is named
+    changed, with what moved."""
+    import json
+
+    import bench.guided_replay as replay
+    from bench.guided_quality import one
+
+    row = one("tiny-detector", "int8", overrides=("platform.noise.sigma=0.03",), repeats=2, methods=("guided",))
+    altered = json.loads(json.dumps(row))
+    altered["methods"]["guided"]["reruns"] += 3
+    stored = tmp_path / "guided_quality-tiny.json"
+    stored.write_text(json.dumps({"rows": [row, altered]}))
+    monkeypatch.setattr(replay, "RESULTS", tmp_path)
+    assert replay.main([str(stored)]) == 0
+    out = json.loads((tmp_path / "guided_replay-tiny.json").read_text())["rows"]
+    assert [r["changed"] for r in out] == [[], ["reruns"]]
+    assert out[0]["now"]["selected"] == row["methods"]["guided"]["selected"]
+    assert "1 of 2 rows the same; 1 changed" in capsys.readouterr().err
+
+
 def test_guided_gap_compare_pairs_the_same_draws():
     """Two runs of the same draws: quality over the best known to either run, the paired difference of the rows
     both have (the row only one run has is left out), and the board hours of those rows."""

@@ -145,6 +145,10 @@ def test_bad_guided_settings_name_the_value():
         SearchSettings(guided_noise="loud")
     with pytest.raises(DseError, match="guided_budget"):
         SearchSettings(guided_budget=0)
+    for bad in (-0.5, float("inf"), "half", True):
+        with pytest.raises(DseError, match=f"guided_rerun_share must be a number >= 0, got {bad!r}"):
+            SearchSettings(guided_rerun_share=bad)
+    assert SearchSettings(guided_rerun_share=0).guided_rerun_share == 0
 
 
 def test_model_learns_the_host_thread_bounds_and_asks_for_enough_threads():
@@ -275,6 +279,50 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     for noise in (0.0, 0.01, 0.03):
         assert [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise).runs] == [3, 3, 3]
     assert race(quiet, [e, near], "finetune", 0, 0.03).runs == [[], []]
+
+
+def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_the_measurements():
+    """The re-run budget (``dse.search.board_time``): its account of the measurements' and re-runs' board seconds is
+    the report's model (``board_seconds``: a start-up and the frames per run, one build per distinct engine, an
+    engine being a PE type and a layer range), counted from where it starts plus what it is handed; a race whose
+    next batch would take the re-runs past ``share`` of the measurements' seconds stops after the batches that fit
+    (the first always runs), and counts the refusal."""
+    from dse.report.tables import board_seconds
+    from dse.search.board_time import RerunBudget
+    from dse.search.race import race
+
+    backend, base = _sim_board("yolov4", sigma=0.03)
+    space = SearchSpace.for_backend(backend.analysis, backend)
+    e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
+    near = e.with_(buffers=7)                        # the same true FPS as ``e``: a race at 3 % wants more batches
+    earlier = e.with_(option="A", cuts=(60,), streams=(2, 1))
+    later = [e, near, earlier.with_(streams=(2, 2)), earlier.with_(cuts=(90,))]
+
+    def measured(budget_share: float, carried=(0.0, 0.0)) -> tuple[Probe, RerunBudget]:
+        probe = Probe(Evaluator(backend), "guided")
+        known = probe.measure(earlier, "guided")
+        budget = RerunBudget(space, probe, budget_share, carried=carried, known=[known])
+        for config in later:
+            probe.measure(config, "guided")
+        return probe, budget
+
+    probe, budget = measured(1e9)
+    platform, frames = backend.platform, space.run_frames
+    assert space.stages("A") == ["DLA", "GPU"]
+    # E's engine, A's two at cut 60 (which its second stream count shares) and two at cut 90
+    engines = {"GPU": {"E", "A60", "A90"}, "DLA": {"A60", "A90"}}
+    total = board_seconds([m.fps for m in probe.memo.values()], engines, frames, platform.board_costs)
+    assert budget.spent() == pytest.approx((total, 0.0))
+    free = race(probe, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+    batches = len(free.runs[0]) // 3
+    assert batches >= 2 and budget.refused == 0 and budget.spent()[1] == pytest.approx(
+        board_seconds([m.fps for m in probe.reruns], {}, frames, platform.board_costs))
+    # share 0: the first batch only, one refusal; re-runs already carried: the batches that still fit
+    run_s = platform.board_costs.run_s(frames, free.means[0])
+    for share, carried, fit in ((0.0, 0.0, 1), (1.0, total - 9 * run_s, 1), (1.0, total - 15 * run_s, 2)):
+        probe, budget = measured(share, (0.0, carried))
+        raced = race(probe, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+        assert [len(r) for r in raced.runs] == [3 * fit] * 2 and budget.refused == int(fit < batches)
 
 
 class _Host:

@@ -32,6 +32,7 @@ class FinetuneResult:
     # guided: the answer, then every other start, tuned configuration and variant tried (best mean first), each
     # with its fresh re-runs
     confirmed: list[dict] = field(default_factory=list)
+    batches_refused: int = 0         # guided: race batches the re-run budget refused
 
     @property
     def fps(self) -> float:
@@ -41,7 +42,8 @@ class FinetuneResult:
         return {"config": self.config.to_dict(), "config_hash": self.config.hash, "fps": self.fps,
                 "start_fps": self.start_fps, "reference_fps": self.reference_fps, "points": self.points,
                 "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
-                               for tp in self.trajectory], "confirmed": self.confirmed}
+                               for tp in self.trajectory], "confirmed": self.confirmed,
+                "batches_refused": self.batches_refused}
 
 
 def get_param(cfg: Configuration, name: str) -> int:

@@ -35,6 +35,7 @@ from dse.search.board_model import (
     StageRow,
     fit_board_model,
 )
+from dse.search.board_time import BoardTime, RerunBudget
 from dse.search.params import check_bounds, full_stream_config, search_config
 from dse.search.probe import Probe, as_probe, score
 from dse.search.race import race
@@ -73,6 +74,8 @@ class GuidedResult:
     contenders: list[dict] = field(default_factory=list)   # near-best tuples: search sample, re-run mean
     noise: float = 0.0                                      # the relative noise the search assumed or estimated
     noise_runs: list[float] = field(default_factory=list)   # the re-runs it was estimated from (auto)
+    board_s: tuple[float, float] = (0.0, 0.0)   # board seconds of the run's measurements and re-runs so far
+    batches_refused: int = 0                    # race batches the re-run budget refused
 
     @property
     def fps(self) -> float:
@@ -99,7 +102,8 @@ class GuidedResult:
                 "candidates": dict(self.candidates), "rounds": self.rounds, "stopped": self.stopped,
                 "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders,
                 "noise": round(self.noise, 5), "noise_runs": [round(x, 3) for x in self.noise_runs],
-                "reruns_used": self.reruns_used}
+                "reruns_used": self.reruns_used, "board_s": [round(x, 3) for x in self.board_s],
+                "batches_refused": self.batches_refused}
 
 
 def candidate_tuples(space: SearchSpace, n_cuts: int, limit: int = FULL_ENUMERATION) -> np.ndarray:
@@ -221,6 +225,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
                           if len(rs) == 1 and len(r.resources) == 1), "GPU")
     # in hash order: the model's fit (bootstrap members) must not depend on the order a caller kept them in
     seen: list[Measurement] = sorted((m for m in known if m.ok), key=lambda m: m.config.hash)
+    rerun_budget = RerunBudget(space, probe, settings.guided_rerun_share, known=known)
     noise, noise_runs = ((settings.guided_noise, []) if settings.guided_noise != "auto"
                          else estimate_noise(probe, seen))
     priors = Priors(dla_ratio=settings.dla_ratio, noise=noise)
@@ -229,7 +234,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     tuples: list[tuple[str, tuple[int, ...]]] = []
     rounds: list[dict] = []
 
-    cost = _BoardTime(space, [m.config for m in seen])
+    cost = BoardTime(space, [m.config for m in seen])
 
     def measure(option: str, cuts: tuple[int, ...]) -> None:
         m = probe.measure(pools[option].config(cuts), PHASE)
@@ -303,13 +308,13 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     # the best configuration measured before the search (the maximizer's; its parameters may beat the template's)
     earlier = max(seen[:n_known], key=score, default=None)
     finalists, contenders = _finalists(probe, pools, noise, settings.guided_repeats,
-                                       [earlier] if earlier is not None else [])
+                                       [earlier] if earlier is not None else [], rerun_budget)
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
     return GuidedResult(finalists[0].config, finalists[0],
                         {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, tuples, rounds, stopped,
                         {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders,
-                        noise, noise_runs)
+                        noise, noise_runs, rerun_budget.spent(), rerun_budget.refused)
 
 
 NOISE_RUNS = 8                   # fresh re-runs that estimate the noise (guided_noise=auto): +-27 % of it
@@ -394,34 +399,6 @@ def _pick(pools, preds, incumbent: float, k: int, first: bool, threshold: float,
         return [], model_best
     picks = [] if top_measured else [(top[1], top[2])]
     return _spread(scored, k, max(1, k // 2), picks), model_best
-
-
-class _BoardTime:
-    """Board seconds a candidate would cost: a run of the measurement's frames plus a build of every stage
-    engine not built yet (an engine is a PE type and a layer range; a PND stage builds a DLA engine)."""
-
-    def __init__(self, space: SearchSpace, measured: Sequence[Configuration]):
-        from dse.platform import BoardCosts
-
-        self.space = space
-        self.costs = space.board_costs or BoardCosts()
-        self.frames = space.run_frames or 5000
-        self.engines: set[tuple[str, int, int]] = set()
-        for c in measured:
-            if c.option in space.stage_pe_types:
-                self.built(c.option, c.cuts)
-
-    def _stages(self, option: str, cuts: tuple[int, ...]):
-        edges = [-1, *cuts, self.space.n_layers - 1]
-        for k, t in enumerate(self.space.stages(option)):
-            yield ("DLA" if t == "PND" else t, edges[k] + 1, edges[k + 1])
-
-    def built(self, option: str, cuts: tuple[int, ...]) -> None:
-        self.engines.update(self._stages(option, cuts))
-
-    def __call__(self, option: str, cuts: tuple[int, ...], fps: float) -> float:
-        builds = sum(self.costs.build_s(t) for t, a, b in self._stages(option, cuts) if (t, a, b) not in self.engines)
-        return self.costs.run_s(self.frames, fps) + builds
 
 
 def _check_round(pools, preds, k: int, noise: float, cost: Callable[[str, tuple[int, ...], float], float]
@@ -519,14 +496,14 @@ CONTENDERS = 4    # near-best measured tuples re-run to pick them
 CONTENDER_RESOLUTION = 0.01
 
 
-def _finalists(probe: Probe, pools, noise: float, repeats: int,
-               earlier: Sequence[Measurement] = ()) -> tuple[list[Measurement], list[dict]]:
+def _finalists(probe: Probe, pools, noise: float, repeats: int, earlier: Sequence[Measurement] = (),
+               budget: RerunBudget | None = None) -> tuple[list[Measurement], list[dict]]:
     """The fine-tuner's starts: the best measured tuples (``CONTENDERS``, the best of each option first), and
     ``earlier`` measurements (the maximizer's best, at its own parameters), within three times the noise of the
     best tuple, ranked on fresh re-runs raced to ``CONTENDER_RESOLUTION`` (``repeats`` per batch; on the search's own
-    sample when 0), then ``FINALISTS`` of them within twice the noise of the first, again the best of each option
-    first. A measurement, not a prediction, is what the search hands on, and which tuple tunes best only the
-    fine-tuner finds out (its gains differ by option most)."""
+    sample when 0; ``budget`` bounds the batches), then ``FINALISTS`` of them within twice the noise of the first,
+    again the best of each option first. A measurement, not a prediction, is what the search hands on, and which
+    tuple tunes best only the fine-tuner finds out (its gains differ by option most)."""
     ranked = sorted(((fps, pools[o].config(cuts)) for o, p in pools.items() for cuts, fps in p.measured.items()
                      if fps > 0), key=lambda r: -r[0])
     if not ranked:
@@ -543,7 +520,8 @@ def _finalists(probe: Probe, pools, noise: float, repeats: int,
         return _option_first([i for i in order if means[i] >= means[order[0]] * (1 - 2 * noise)],
                              options.__getitem__)[:FINALISTS]
 
-    raced = race(probe, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose)
+    raced = race(probe, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose,
+                 budget=budget)
     means = [float(mean) if r else fps for r, mean, (fps, _) in zip(raced.runs, raced.means, near)]
     contenders = [{"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash,
                    "search_fps": round(fps, 3), "reruns": [round(x, 3) for x in r], "mean": round(mean, 3)}

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from dse.configuration import Configuration
 from dse.errors import DseError
 from dse.search.baselines import base_g_config
+from dse.search.board_time import RerunBudget
 from dse.search.board_model import CPU_BUSY
 from dse.search.explorer import OptionResult, explore_option
 from dse.measurement import Measurement
@@ -125,7 +126,8 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
 
 
 def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
-                   settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0) -> FinetuneResult:
+                   settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0,
+                   board_s: Sequence[float] = (0.0, 0.0)) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
     (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise, re-runs
@@ -135,7 +137,9 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     under an earlier one's is not lowered again, and the answer is tried with every buffer where the accelerators
     bound it, or with one stream per stage (not where the PEs are the host's cores) and with one pre-processing
     thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the
-    starts took; these re-runs come after them). Otherwise the best tuned one wins, the first on a tie."""
+    starts took; these re-runs come after them); its races stay within the re-run budget (``board_s``: the board
+    seconds of the search's measurements and re-runs so far, ``GuidedResult.board_s``). Otherwise the best tuned
+    one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
@@ -145,12 +149,15 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
             results.append(_transfer(probe, s, donor) if donor
                            else finetune(space, probe, s, settings, behind, margin=noise))
-        best = _confirm(probe, starts, results, settings.guided_repeats, noise, reruns_used)
+        budget = RerunBudget(space, probe, settings.guided_rerun_share, carried=board_s, built=starts)
+        repeats = settings.guided_repeats
+        best = _confirm(probe, starts, results, repeats, noise, reruns_used, budget=budget)
         confirmed = len(best.confirmed)
-        best = _more_buffers(probe, best, settings.guided_repeats, noise, settings.max_buffers)
-        best = _one_stream_each(probe, best, settings.guided_repeats, noise, space.shared_cores)
-        best = _one_thread_fewer(probe, best, settings.guided_repeats, noise)
+        best = _more_buffers(probe, best, repeats, noise, settings.max_buffers, budget=budget)
+        best = _one_stream_each(probe, best, repeats, noise, space.shared_cores, budget=budget)
+        best = _one_thread_fewer(probe, best, repeats, noise, budget=budget)
         tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
+        best = replace(best, batches_refused=budget.refused)
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
         best, tried = max(results, key=lambda r: (r.fps, -results.index(r))), 0
@@ -169,7 +176,8 @@ def _transfer(probe: Probe, start: Configuration, donor: FinetuneResult) -> Fine
     return FinetuneResult(config, m, start_fps, start_fps, points=int(config.hash != start.hash))
 
 
-def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float, cap: int) -> FinetuneResult:
+def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float, cap: int,
+                  budget: RerunBudget | None = None) -> FinetuneResult:
     """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that does better on
     fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
     that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
@@ -184,11 +192,11 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     c, m = best.config, best.measurement
     if not m.ok or _cpu_bound(m) or c.buffers >= cap:
         return best
-    return _variant(probe, best, c.with_(buffers=cap), repeats, noise, fewer=False)
+    return _variant(probe, best, c.with_(buffers=cap), repeats, noise, budget, fewer=False)
 
 
-def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: float,
-                     shared_cores: int = 0) -> FinetuneResult:
+def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: float, shared_cores: int = 0,
+                     budget: RerunBudget | None = None) -> FinetuneResult:
     """The answer, or the same with one stream per stage where that answer ran the CPU fully busy and one stream
     does at least as well on fresh re-runs (``_variant``): the host bounds such an answer, and streams that let the
     accelerators take more frames at once only add to what the busy cores contend for. Not where the PEs are the
@@ -200,10 +208,11 @@ def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: fl
     m, c = best.measurement, best.config
     if shared_cores or not _cpu_bound(m) or all(s <= 1 for s in c.streams):
         return best
-    return _variant(probe, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, fewer=True)
+    return _variant(probe, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, budget, fewer=True)
 
 
-def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: float) -> FinetuneResult:
+def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: float,
+                      budget: RerunBudget | None = None) -> FinetuneResult:
     """The answer, or the same with one pre-processing thread fewer where that answer ran the CPU fully busy and
     the fewer threads do at least as well on fresh re-runs (``_variant``): with every core busy the threads only
     contend, and the fine-tuner lowers threads last, after the streams, where a lost stream already hides the
@@ -212,7 +221,7 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: f
     m, c = best.measurement, best.config
     if not _cpu_bound(m) or c.pre_threads <= 1:
         return best
-    return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, fewer=True)
+    return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, budget, fewer=True)
 
 
 def _cpu_bound(m: Measurement) -> bool:
@@ -221,7 +230,7 @@ def _cpu_bound(m: Measurement) -> bool:
 
 
 def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
-             fewer: bool) -> FinetuneResult:
+             budget: RerunBudget | None, fewer: bool) -> FinetuneResult:
     """``best`` or ``variant`` of it: the variant is raced against the answer (``dse.search.race``) on re-runs fresh
     for both, and answered where its mean is higher than the answer's, or as high where it uses ``fewer``
     resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin on the
@@ -231,7 +240,7 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     its new re-runs, the answer's first."""
     head, rest = best.confirmed[0], best.confirmed[1:]
     first = head["first_rerun"] + len(head["reruns"])
-    raced = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first)
+    raced = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first, budget=budget)
     answer_runs, runs = raced.runs
     head = _confirmed_entry(best.config, head["tuned"], head["reruns"] + answer_runs, head["first_rerun"])
     entry = _confirmed_entry(variant, True, runs, first)
@@ -253,7 +262,7 @@ def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]
 
 
 def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
-             repeats: int, noise: float, reruns_used: int = 0) -> FinetuneResult:
+             repeats: int, noise: float, reruns_used: int = 0, budget: RerunBudget | None = None) -> FinetuneResult:
     """The start or tuned configuration (``results``) with the best mean FPS over fresh re-runs, raced
     (``dse.search.race``: ``repeats`` each, more where the ranking is in doubt given ``noise``), after the ones that
     ranked the starts (repeat indices 1 to ``reruns_used``, at least ``repeats``), which chose them and so favour
@@ -265,7 +274,7 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
     first = max(repeats, reruns_used) + 1
-    raced = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first)
+    raced = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first, budget=budget)
     for e, reruns, mean in zip(entries, raced.runs, raced.means):
         e.update(rank=mean, reruns=reruns)
     entries.sort(key=lambda e: -e["rank"])
@@ -381,7 +390,7 @@ def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configura
         found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
         if progress:
             progress("fine-tuning")
-        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used)
+        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used, found.board_s)
         return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")

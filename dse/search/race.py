@@ -9,7 +9,9 @@ configurations whose means lie within ``RACE_Z`` standard errors of their differ
 the means decide (the leader; for the guided search's contenders, its two finalists), get another batch; a pair
 further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops
 when every pair is settled, when ``RACE_Z`` standard errors are below the resolution (``RACE_RESOLUTION``; at 1 %
-noise three re-runs already are: no extra batch), or after ``RACE_ROUNDS`` batches.
+noise three re-runs already are: no extra batch), after ``RACE_ROUNDS`` batches, or when the search's re-runs
+would cost more board time than its measurements (``dse.search.board_time.RerunBudget``, ``guided_rerun_share``;
+on a host's CPU cores a re-run costs what a measurement does, on a Jetson a fraction of one).
 
 A batch runs round-robin, one run of each configuration in a round before the next round, and the race compares
 configurations within rounds: log FPS = configuration + round + noise (a two-way model, fitted by least squares),
@@ -33,6 +35,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from dse.configuration import Configuration
+from dse.search.board_time import RerunBudget
 from dse.search.probe import Probe
 
 RACE_Z = 2.0              # two configurations this many standard errors of their difference apart are settled
@@ -80,13 +83,14 @@ class _Runs:
 
 def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
          first: int = 1, resolution: float = RACE_RESOLUTION,
-         pick: Callable[[list[float]], Collection[int]] | None = None) -> RaceResult:
+         pick: Callable[[list[float]], Collection[int]] | None = None,
+         budget: RerunBudget | None = None) -> RaceResult:
     """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, run
     round-robin, at most ``RACE_ROUNDS`` batches) and the means to rank them on. ``noise``: the relative noise of
     one run; ``resolution``: the relative difference the race must resolve before it stops; ``pick``: what the means
     decide (the indices it takes from them; by default the leader). Two configurations whose means lie within
     ``RACE_Z`` standard errors of their difference, and where the order of the two changes the pick, get another
-    batch; the rest are settled."""
+    batch, where ``budget`` allows it; the rest are settled."""
     so_far = _Runs(len(configs))
     _batch(probe, configs, so_far, range(len(configs)), phase, repeats, first)
     fit = so_far.fit()
@@ -104,7 +108,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
                 continue
             if _order_matters(pick, means, i, j):
                 doubt.update((i, j))
-        if not doubt:
+        if not doubt or (budget is not None and not budget.allows([means[i] for i in doubt] * repeats)):
             break
         _batch(probe, configs, so_far, sorted(doubt), phase, repeats, first)
         fit = so_far.fit()

@@ -68,6 +68,10 @@ class SearchSettings:
     # batches of this many in a race (dse.search.race; 0: on their single search sample, which favours the
     # luckiest one)
     guided_repeats: int = 3
+    # guided: a race's batches after its first run only while the search's re-runs cost at most this share of the
+    # board time its measurements cost (the report's model, dse.search.board_time): on a host's CPU cores a re-run
+    # costs what a measurement does, and races run to their cap at 5-15 % noise (BENCHMARKS 8.40-8.42)
+    guided_rerun_share: float = 1.0
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(str(o) for o in (self.options or ())))
@@ -97,6 +101,9 @@ class SearchSettings:
             raise DseError("search.t_step must be > 0")
         if not self.t_min <= self.t0:
             raise DseError(f"search.t_min ({self.t_min}) must not exceed search.t0 ({self.t0})")
+        share = self.guided_rerun_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < math.inf:
+            raise DseError(f"search.guided_rerun_share must be a number >= 0, got {self.guided_rerun_share!r}")
         if self.dla_ratio <= 0 or self.cpu_ratio <= 0:
             raise DseError("search.dla_ratio and search.cpu_ratio must be > 0")
 
