@@ -298,7 +298,7 @@ def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_th
     earlier = e.with_(option="A", cuts=(60,), streams=(2, 1))
     later = [e, near, earlier.with_(streams=(2, 2)), earlier.with_(cuts=(90,))]
 
-    def measured(budget_share: float, carried=(0.0, 0.0)) -> tuple[Probe, RerunBudget]:
+    def measured(budget_share: float, carried=None) -> tuple[Probe, RerunBudget]:
         probe = Probe(Evaluator(backend), "guided")
         known = probe.measure(earlier, "guided")
         budget = RerunBudget(space, probe, budget_share, carried=carried, known=[known])
@@ -320,7 +320,7 @@ def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_th
     # share 0: the first batch only, one refusal; re-runs already carried: the batches that still fit
     run_s = platform.board_costs.run_s(frames, free.means[0])
     for share, carried, fit in ((0.0, 0.0, 1), (1.0, total - 9 * run_s, 1), (1.0, total - 15 * run_s, 2)):
-        probe, budget = measured(share, (0.0, carried))
+        probe, budget = measured(share, {"rerun_s": carried})
         raced = race(probe, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
         assert [len(r) for r in raced.runs] == [3 * fit] * 2 and budget.refused == int(fit < batches)
 
@@ -386,7 +386,14 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     means = [c["mean"] for c in found.contenders]
     assert means == sorted(means, reverse=True)
     starts = found.finalists + [found.finalists[0].with_(cuts=found.finalists[0].cuts)]
-    tuned = finetune_phase(space, probe, starts, settings)
+    tuned = finetune_phase(space, probe, starts, settings, reruns_used=found.reruns_used, account=found.rerun_account)
+    # the re-run budget's account goes on from the search's: the fine-tuner's measurements and re-runs on top, the
+    # same in a fresh process (the workflow's fine-tune job asks for its starts again: nothing runs for them)
+    carried = found.rerun_account
+    assert tuned.board_s[0] > carried["measured_s"] and tuned.board_s[1] > carried["rerun_s"]
+    alone = finetune_phase(space, Probe(Evaluator(backend), "guided"), starts, settings, reruns_used=found.reruns_used,
+                           account=carried)
+    assert alone.board_s == pytest.approx(tuned.board_s)
     confirmed = tuned.confirmed
     assert confirmed and confirmed[0]["config_hash"] == tuned.config.hash
     assert [c["mean"] for c in confirmed[1:]] == sorted((c["mean"] for c in confirmed[1:]), reverse=True)

@@ -8,7 +8,7 @@ does and races that run to their cap there spent 1.4-3 times the thesis' search'
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dse.configuration import Configuration
 from dse.measurement import Measurement
@@ -48,16 +48,20 @@ class BoardTime:
 
 class RerunBudget:
     """Races may add a batch of re-runs while every re-run of the search, with the batch, costs at most ``share`` of
-    the board seconds its measurements cost (both by ``BoardTime``). The account: ``carried`` (measurements',
-    re-runs' seconds of earlier phases), ``known`` measurements of earlier phases not counted there (the
-    maximizer's, which the guided search learns from), then what ``probe`` asks from here on; ``built``: engines
-    already built (the fine-tuner's starts). The first batch of a race is not asked: a ranking needs it."""
+    the board seconds its measurements cost (both by ``BoardTime``). The account: ``carried`` (``account()`` of an
+    earlier phase: its measurements' and re-runs' seconds and the configurations and re-runs it counted, which a
+    later phase may ask for again without a run), ``known`` measurements of earlier phases not counted there (the maximizer's, which
+    the guided search learns from), then what ``probe`` asks from here on; ``built``: configurations whose engines
+    are built (the fine-tuner's starts). The first batch of a race is not asked: a ranking needs it."""
 
-    def __init__(self, space, probe: Probe, share: float, *, carried: Sequence[float] = (0.0, 0.0),
+    def __init__(self, space, probe: Probe, share: float, *, carried: Mapping | None = None,
                  known: Iterable[Measurement] = (), built: Iterable[Configuration] = ()):
+        carried = carried or {}
         self.probe, self.share = probe, share
         self.cost = BoardTime(space, built)
-        self.measured_s, self.rerun_s = (float(x) for x in carried)
+        self.counted = set(carried.get("measured", ()))     # configuration hashes whose measurement is counted
+        self.rerun_counted = set(carried.get("reruns", ()))  # "hash:repeat" of the re-runs counted
+        self.measured_s, self.rerun_s = float(carried.get("measured_s", 0.0)), float(carried.get("rerun_s", 0.0))
         for m in known:
             self._measured(m)
         self._memo_seen, self._reruns_seen = probe.measured, len(probe.reruns)
@@ -65,6 +69,9 @@ class RerunBudget:
 
     def _measured(self, m: Measurement) -> None:
         c = m.config
+        if c.hash in self.counted:
+            return
+        self.counted.add(c.hash)
         if c.option in self.cost.space.stage_pe_types:
             self.measured_s += self.cost(c.option, c.cuts, score(m))
             self.cost.built(c.option, c.cuts)
@@ -73,12 +80,22 @@ class RerunBudget:
 
     def spent(self) -> tuple[float, float]:
         """(the measurements', the re-runs') board seconds so far."""
-        memo, reruns = list(self.probe.memo.values()), self.probe.reruns
+        memo, reruns, keys = list(self.probe.memo.values()), self.probe.reruns, self.probe.rerun_keys
         for m in memo[self._memo_seen:]:
             self._measured(m)
-        self.rerun_s += sum(self.cost.run(score(m)) for m in reruns[self._reruns_seen:])
+        for m, (h, r) in zip(reruns[self._reruns_seen:], keys[self._reruns_seen:]):
+            key = f"{h}:{r}"
+            if key not in self.rerun_counted:
+                self.rerun_counted.add(key)
+                self.rerun_s += self.cost.run(score(m))
         self._memo_seen, self._reruns_seen = len(memo), len(reruns)
         return self.measured_s, self.rerun_s
+
+    def account(self) -> dict:
+        """What a later phase carries on from (``carried``)."""
+        measured_s, rerun_s = self.spent()
+        return {"measured_s": round(measured_s, 3), "rerun_s": round(rerun_s, 3), "measured": sorted(self.counted),
+                "reruns": sorted(self.rerun_counted)}
 
     def allows(self, fps: Sequence[float]) -> bool:
         """Whether a batch of runs at these FPS (one per re-run) fits; a refusal is counted."""

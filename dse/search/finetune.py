@@ -33,6 +33,7 @@ class FinetuneResult:
     # with its fresh re-runs
     confirmed: list[dict] = field(default_factory=list)
     batches_refused: int = 0         # guided: race batches the re-run budget refused
+    board_s: tuple[float, float] = (0.0, 0.0)   # guided: board seconds of the search's measurements, re-runs
 
     @property
     def fps(self) -> float:
@@ -43,7 +44,7 @@ class FinetuneResult:
                 "start_fps": self.start_fps, "reference_fps": self.reference_fps, "points": self.points,
                 "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
                                for tp in self.trajectory], "confirmed": self.confirmed,
-                "batches_refused": self.batches_refused}
+                "batches_refused": self.batches_refused, "board_s": [round(x, 3) for x in self.board_s]}
 
 
 def get_param(cfg: Configuration, name: str) -> int:

@@ -74,7 +74,7 @@ class GuidedResult:
     contenders: list[dict] = field(default_factory=list)   # near-best tuples: search sample, re-run mean
     noise: float = 0.0                                      # the relative noise the search assumed or estimated
     noise_runs: list[float] = field(default_factory=list)   # the re-runs it was estimated from (auto)
-    board_s: tuple[float, float] = (0.0, 0.0)   # board seconds of the run's measurements and re-runs so far
+    rerun_account: dict = field(default_factory=dict)   # the re-run budget's account so far (RerunBudget.account)
     batches_refused: int = 0                    # race batches the re-run budget refused
 
     @property
@@ -102,7 +102,7 @@ class GuidedResult:
                 "candidates": dict(self.candidates), "rounds": self.rounds, "stopped": self.stopped,
                 "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders,
                 "noise": round(self.noise, 5), "noise_runs": [round(x, 3) for x in self.noise_runs],
-                "reruns_used": self.reruns_used, "board_s": [round(x, 3) for x in self.board_s],
+                "reruns_used": self.reruns_used, "rerun_account": self.rerun_account,
                 "batches_refused": self.batches_refused}
 
 
@@ -314,7 +314,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     return GuidedResult(finalists[0].config, finalists[0],
                         {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, tuples, rounds, stopped,
                         {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders,
-                        noise, noise_runs, rerun_budget.spent(), rerun_budget.refused)
+                        noise, noise_runs, rerun_budget.account(), rerun_budget.refused)
 
 
 NOISE_RUNS = 8                   # fresh re-runs that estimate the noise (guided_noise=auto): +-27 % of it

@@ -127,7 +127,7 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
 
 def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
                    settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0,
-                   board_s: Sequence[float] = (0.0, 0.0)) -> FinetuneResult:
+                   account: Mapping | None = None) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
     (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise, re-runs
@@ -137,19 +137,19 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     under an earlier one's is not lowered again, and the answer is tried with every buffer where the accelerators
     bound it, or with one stream per stage (not where the PEs are the host's cores) and with one pre-processing
     thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the
-    starts took; these re-runs come after them); its races stay within the re-run budget (``board_s``: the board
-    seconds of the search's measurements and re-runs so far, ``GuidedResult.board_s``). Otherwise the best tuned
+    starts took; these re-runs come after them); its races stay within the re-run budget (``account``: the search's
+    so far, ``GuidedResult.rerun_account``). Otherwise the best tuned
     one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
+        budget = RerunBudget(space, probe, settings.guided_rerun_share, carried=account, built=starts)
         results: list[FinetuneResult] = []
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
             behind = max((r.reference_fps for r in results), default=0.0) * (1 - 2 * noise)
             results.append(_transfer(probe, s, donor) if donor
                            else finetune(space, probe, s, settings, behind, margin=noise))
-        budget = RerunBudget(space, probe, settings.guided_rerun_share, carried=board_s, built=starts)
         repeats = settings.guided_repeats
         best = _confirm(probe, starts, results, repeats, noise, reruns_used, budget=budget)
         confirmed = len(best.confirmed)
@@ -157,7 +157,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
         best = _one_stream_each(probe, best, repeats, noise, space.shared_cores, budget=budget)
         best = _one_thread_fewer(probe, best, repeats, noise, budget=budget)
         tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
-        best = replace(best, batches_refused=budget.refused)
+        best = replace(best, batches_refused=budget.refused, board_s=budget.spent())
     else:
         results = [finetune(space, probe, s, settings) for s in starts]
         best, tried = max(results, key=lambda r: (r.fps, -results.index(r))), 0
@@ -390,7 +390,8 @@ def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configura
         found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
         if progress:
             progress("fine-tuning")
-        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used, found.board_s)
+        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used,
+                               found.rerun_account)
         return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")

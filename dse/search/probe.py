@@ -62,6 +62,11 @@ class Probe:
         return list(self._reruns.values())
 
     @property
+    def rerun_keys(self) -> list[tuple[str, int]]:
+        """(configuration hash, repeat) of each of ``reruns``, in the same order."""
+        return list(self._reruns)
+
+    @property
     def measured(self) -> int:
         return len(self._memo)
 

@@ -315,7 +315,7 @@ def finetune(run: str | Path) -> dict:
     ev = ctx.evaluator("finetune", "finetune")
     starts = [Configuration.from_dict(c) for c in found.get("finalists") or [found["best_config"]]]
     result = finetune_phase(ctx.space, ev, starts, ctx.settings, float(found.get("noise") or 0.0),
-                            int(found.get("reruns_used") or 0), found.get("board_s") or (0.0, 0.0))
+                            int(found.get("reruns_used") or 0), found.get("rerun_account"))
     m = result.measurement
     best = {
         "benchmark": ctx.base.benchmark, "platform": ctx.base.platform, "backend": ctx.backend.name,
