@@ -50,9 +50,10 @@ class RerunBudget:
     """Races may add a batch of re-runs while every re-run of the search, with the batch, costs at most ``share`` of
     the board seconds its measurements cost (both by ``BoardTime``). The account: ``carried`` (``account()`` of an
     earlier phase: its measurements' and re-runs' seconds and the configurations and re-runs it counted, which a
-    later phase may ask for again without a run), ``known`` measurements of earlier phases not counted there (the maximizer's, which
-    the guided search learns from), then what ``probe`` asks from here on; ``built``: configurations whose engines
-    are built (the fine-tuner's starts). The first batch of a race is not asked: a ranking needs it."""
+    later phase may ask for again without a run), ``known`` measurements of earlier phases not counted there (the
+    maximizer's, which the guided search learns from), then what ``probe`` asks from here on; ``built``:
+    configurations whose engines are built (the fine-tuner's starts). The first batch of a race is not asked: a
+    ranking needs it."""
 
     def __init__(self, space, probe: Probe, share: float, *, carried: Mapping | None = None,
                  known: Iterable[Measurement] = (), built: Iterable[Configuration] = ()):

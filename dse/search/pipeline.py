@@ -138,8 +138,7 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     bound it, or with one stream per stage (not where the PEs are the host's cores) and with one pre-processing
     thread fewer where it ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the
     starts took; these re-runs come after them); its races stay within the re-run budget (``account``: the search's
-    so far, ``GuidedResult.rerun_account``). Otherwise the best tuned
-    one wins, the first on a tie."""
+    so far, ``GuidedResult.rerun_account``). Otherwise the best tuned one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
