@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Sequence
 
 from bench.machine import load_average, write_result
-from bench.reference import remeasure, remeasure_together
+from bench.reference import mean_std, remeasure, remeasure_together
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
 from dse.backends.sim.truth import board_overrides, noise_free
 from dse.workflow.phases import search_setup
@@ -93,7 +93,7 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 
 
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
-        noise_seed: int | None = None, methods: Sequence[str] = METHODS) -> dict:
+        noise_seed: int | None = None, methods: Sequence[str] = METHODS, curve_repeats: int | None = None) -> dict:
     from bench.reference import load_reference
     from dse.configuration import Configuration
     from dse.evaluate import Evaluator
@@ -150,9 +150,10 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "true_fps": _round(true_fps(answer.config)),
-                            "curve": _curve(ev, asked, max(2, repeats // 2))}
+                            "config": answer.config.to_dict(),
+                            "curve": _curve(ev, asked, curve_repeats or max(2, repeats // 2))}
         if ref is not None:
-            fps = remeasured[-1]
+            fps = ref_runs = remeasured[-1]
             reference = {"source": "exhaustive (bench.reference): " + ref["coverage"],
                          "mean": round(statistics.mean(fps), 3), "stored_mean": ref["reference"]["mean"],
                          "true_fps": _round(true_fps(ref_config)),
@@ -162,14 +163,27 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
             by = "true FPS" if sim else "re-measured mean"
             reference = {"source": f"best answer of the compared methods by {by} ({top})",
                          "mean": rows[top]["mean"], "true_fps": rows[top]["true_fps"], "config": rows[top]["selected"]}
+            ref_runs = rows[top]["remeasured"]
         for row in rows.values():
             row["quality"] = round(row["mean"] / reference["mean"], 4) if reference["mean"] else None
+            row["paired"] = paired_quality(row["remeasured"], ref_runs)
             row["true_quality"] = (round(row["true_fps"] / reference["true_fps"], 4)
                                    if sim and reference["true_fps"] else None)
     return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
             "noise_seed": noise_seed, "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision), "budget": budget,
             "reference": reference, "methods": rows, "seconds": seconds, "load_avg_start": load,
             "load_avg_end": load_average()}
+
+
+def paired_quality(runs: Sequence[float], reference: Sequence[float]) -> list[float] | None:
+    """[mean, standard error] of run-by-run ratios to the reference's runs of the same round (``remeasure_together``
+    runs repeat r of every answer before repeat r + 1): on a host whose speed drifts, a slow round slows both sides of
+    its ratio, so this tells a real gap from drift with fewer runs than the two means do."""
+    ratios = [a / b for a, b in zip(runs, reference) if b]
+    if len(ratios) < 2:
+        return None
+    mean, std = mean_std(ratios)
+    return [round(mean, 4), round(std / len(ratios) ** 0.5, 4)]
 
 
 def describe_dict(config: dict) -> str:
@@ -262,6 +276,9 @@ def main(argv=None) -> int:
     ap.add_argument("--precisions", nargs="+", default=["fp16", "int8"])
     ap.add_argument("--platform", default=PLATFORM)
     ap.add_argument("--repeats", type=int, default=5, help="fresh-noise re-measurements of every answer")
+    ap.add_argument("--curve-repeats", type=int, default=None,
+                    help="re-measurements of each best-so-far configuration of the anytime curves (default: half of "
+                         "--repeats, at least 2); fewer where many answer repeats judge a noisy host")
     ap.add_argument("--tag", default="", help="suffix of the result file and plot folder (e.g. noise3)")
     ap.add_argument("--noise-seeds", nargs="+", type=int, default=None,
                     help="repeat every run under these noise realizations (the sim's noise seed) and print the spread")
@@ -283,16 +300,18 @@ def main(argv=None) -> int:
         return 0
     rows = []
     params = {"platform": args.platform, "overrides": args.overrides, "repeats": args.repeats,
+              "curve_repeats": args.curve_repeats,
               "noise_seeds": args.noise_seeds, "methods": args.methods}
     for network, precision, noise_seed in itertools.product(args.networks, args.precisions,
                                                             args.noise_seeds or [None]):
         row = one(network, precision, platform=args.platform, overrides=tuple(args.overrides),
-                  repeats=args.repeats, noise_seed=noise_seed, methods=args.methods)
+                  repeats=args.repeats, noise_seed=noise_seed, methods=args.methods, curve_repeats=args.curve_repeats)
         rows.append(row)
         g = row["methods"]
         draw = "" if noise_seed is None else f" (noise seed {noise_seed})"
         print(f"{network:14s} {precision}{draw}: " + "; ".join(
-            f"{m} {g[m]['quality']:.3f} (true {_round(g[m]['true_quality'], 3)}; {g[m]['unique_tuples']} tuples, "
+            f"{m} {g[m]['quality']:.3f} (paired {g[m]['paired']}, true {_round(g[m]['true_quality'], 3)}; "
+            f"{g[m]['unique_tuples']} tuples, "
             f"{g[m]['measured']} measured)"
             for m in g) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
         write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})

@@ -140,8 +140,9 @@ def test_guided_gap_tiny(tmp_path):
 def test_guided_quality_takes_the_reference_by_true_fps():
     """Without an exhaustive reference the row's reference is the compared answer with the highest true
     (noise-free) FPS, not the luckiest re-measured mean: its true quality is 1 and no method's is above it; the
-    re-measured quality is each mean over that answer's mean."""
-    from bench.guided_quality import METHODS, one
+    re-measured quality is each mean over that answer's mean, the paired one run by run; each row keeps its answer's
+    configuration."""
+    from bench.guided_quality import METHODS, describe_dict, one
 
     row = one("tiny-detector", "int8", overrides=("platform.noise.sigma=0.03",), repeats=3)
     assert row["reference"]["source"].startswith("best answer of the compared methods by true FPS")
@@ -150,6 +151,8 @@ def test_guided_quality_takes_the_reference_by_true_fps():
     top = max(rows.values(), key=lambda r: r["true_fps"])
     assert row["reference"]["mean"] == top["mean"] and top["quality"] == 1.0
     assert all(r["quality"] == round(r["mean"] / top["mean"], 4) for r in rows.values())
+    assert top["paired"] == [1.0, 0.0]      # run by run against its own runs
+    assert all(describe_dict(r["config"]) == r["selected"] for r in rows.values())
 
 
 def test_true_fps_averages_the_task_jitter_draws(tmp_path):
