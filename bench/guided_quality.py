@@ -27,6 +27,7 @@ holds) and prints each method's spread instead of one draw: what a user can expe
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import itertools
 import json
@@ -148,6 +149,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         for (method, (probe, answer, extra)), fps in zip(runs.items(), remeasured):
             asked = [m for _, m in probe.asked]
             rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
+                            "by_phase": dict(collections.Counter(phase for phase, _ in probe.asked)),
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "true_fps": _round(true_fps(answer.config)),
                             "config": answer.config.to_dict(),

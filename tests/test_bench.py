@@ -141,7 +141,7 @@ def test_guided_quality_takes_the_reference_by_true_fps():
     """Without an exhaustive reference the row's reference is the compared answer with the highest true
     (noise-free) FPS, not the luckiest re-measured mean: its true quality is 1 and no method's is above it; the
     re-measured quality is each mean over that answer's mean, the paired one run by run; each row keeps its answer's
-    configuration."""
+    configuration and its measurements per phase."""
     from bench.guided_quality import METHODS, describe_dict, one
 
     row = one("tiny-detector", "int8", overrides=("platform.noise.sigma=0.03",), repeats=3)
@@ -153,6 +153,8 @@ def test_guided_quality_takes_the_reference_by_true_fps():
     assert all(r["quality"] == round(r["mean"] / top["mean"], 4) for r in rows.values())
     assert top["paired"] == [1.0, 0.0]      # run by run against its own runs
     assert all(describe_dict(r["config"]) == r["selected"] for r in rows.values())
+    assert all(sum(r["by_phase"].values()) == r["measured"] for r in rows.values())
+    assert {"maximize", "guided", "finetune"} <= set(rows["guided"]["by_phase"]), rows["guided"]["by_phase"]
 
 
 def test_true_fps_averages_the_task_jitter_draws(tmp_path):
