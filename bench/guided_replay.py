@@ -27,19 +27,25 @@ from dse.workflow.phases import search_setup
 COMPARED = ("selected", "measured", "reruns", "unique_tuples")
 
 
-def replay(row: dict) -> dict:
-    """Today's guided search on a stored row's network, precision, platform, overrides and noise draw."""
+def row_setup(row: dict, workdir: Path) -> tuple:
+    """``search_setup`` of a stored row (its network, precision, platform, overrides) under its noise draw."""
     import dataclasses
 
+    cfg, _, backend, space, settings, base = search_setup(row["network"], row["precision"], workdir, row["platform"],
+                                                          tuple(row["overrides"]))
+    if row.get("noise_seed") is not None:
+        backend.settings = dataclasses.replace(backend.settings, seed=row["noise_seed"])
+    return cfg, backend, space, settings, base
+
+
+def replay(row: dict) -> dict:
+    """Today's guided search on a stored row's network, precision, platform, overrides and noise draw."""
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.recorder import RecordingProbe
 
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, _, backend, space, settings, base = search_setup(row["network"], row["precision"], Path(tmp),
-                                                              row["platform"], tuple(row["overrides"]))
-        if row.get("noise_seed") is not None:
-            backend.settings = dataclasses.replace(backend.settings, seed=row["noise_seed"])
+        cfg, backend, space, settings, base = row_setup(row, Path(tmp))
         probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
         t = time.perf_counter()
         r = run_search(space, probe, base, settings.with_(strategy="guided"))

@@ -215,6 +215,49 @@ def test_guided_replay_finds_a_stored_row_the_same_and_a_changed_one_changed(tmp
     assert "1 of 2 rows the same; 1 changed" in capsys.readouterr().err
 
 
+def test_guided_rejudge_re_measures_the_stored_answers_in_paired_rounds(tmp_path, monkeypatch, capsys):
+    """``bench.guided_rejudge`` re-measures the answers a row keeps (methods without a configuration are left out)
+    in round-robin rounds on the row's board: the best mean is the reference (quality and paired quality 1), the
+    other's paired quality is its run-by-run ratio, and each mean lands near the configuration's true FPS. Files
+    whose rows keep no configurations and a single round are refused, naming them."""
+    import json
+    import statistics
+
+    import bench.guided_rejudge as rejudge
+    from dse.backends.sim.truth import noise_free
+    from dse.workflow.phases import search_setup
+
+    overrides = ("platform.noise.sigma=0.03",)
+    base = search_setup("tiny-detector", "int8", tmp_path / "w", "xavier-agx-sim", overrides)[-1]
+    fast, slow = base.with_(streams=(3,), buffers=12, pre_threads=3), base    # 467 and 135 true FPS
+    row = {"network": "tiny-detector", "precision": "int8", "platform": "xavier-agx-sim", "overrides": list(overrides),
+           "methods": {"a": {"selected": "E", "config": slow.to_dict(), "quality": 1.0},
+                       "b": {"selected": "E", "config": fast.to_dict(), "quality": 0.99, "paired": [0.99, 0.01]},
+                       "c": {"selected": "E", "quality": 0.9}}}
+    stored = tmp_path / "guided_quality-tiny.json"
+    stored.write_text(json.dumps({"rows": [row]}))
+    monkeypatch.setattr(rejudge, "RESULTS", tmp_path)
+    assert rejudge.main([str(stored), "--rounds", "12"]) == 0
+    out = json.loads((tmp_path / "guided_rejudge-tiny.json").read_text())["rows"][0]
+    a, b = out["methods"]["a"], out["methods"]["b"]
+    assert set(out["methods"]) == {"a", "b"} and out["reference"] == "b" and len(a["runs"]) == 12
+    assert b["quality"] == 1.0 and b["paired"] == [1.0, 0.0] and b["stored_paired"] == [0.99, 0.01]
+    ratios = [x / y for x, y in zip(a["runs"], b["runs"])]
+    assert a["paired"][0] == round(statistics.fmean(ratios), 4) and a["paired"][0] < 1
+    true_fps = noise_free("tiny-detector", "int8", tmp_path / "t", "xavier-agx-sim", overrides)
+    for config, m in ((slow, a), (fast, b)):
+        assert m["mean"] == pytest.approx(true_fps(config), rel=0.03)
+    assert "tiny-detector  int8: a " in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        rejudge.main([str(stored), "--rounds", "1"])
+    assert "--rounds 1: a paired standard error needs at least 2" in capsys.readouterr().err
+    bare = tmp_path / "guided_quality-old.json"
+    bare.write_text(json.dumps({"rows": [{**row, "methods": {"c": row["methods"]["c"]}}]}))
+    with pytest.raises(SystemExit):
+        rejudge.main([str(bare)])
+    assert "no row keeps two answers' configurations" in capsys.readouterr().err
+
+
 def test_guided_gap_compare_pairs_the_same_draws():
     """Two runs of the same draws: quality over the best known to either run, the paired difference of the rows
     both have (the row only one run has is left out), and the board hours of those rows."""
