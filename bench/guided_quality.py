@@ -313,8 +313,7 @@ def main(argv=None) -> int:
         draw = "" if noise_seed is None else f" (noise seed {noise_seed})"
         print(f"{network:14s} {precision}{draw}: " + "; ".join(
             f"{m} {g[m]['quality']:.3f} (paired {g[m]['paired']}, true {_round(g[m]['true_quality'], 3)}; "
-            f"{g[m]['unique_tuples']} tuples, "
-            f"{g[m]['measured']} measured)"
+            f"{g[m]['unique_tuples']} tuples, {g[m]['measured']} measured)"
             for m in g) + f"  [{row['reference']['source'][:20]}] {row['seconds']}", flush=True)
         write_result(out, {"benchmark": "guided_quality", "params": params, "rows": rows})
         if args.noise_seeds is None:
