@@ -93,32 +93,49 @@ def _round(x: float | None, digits: int = 3) -> float | None:
     return None if x is None else round(x, digits)
 
 
+def board_setup(network: str, precision: str, workdir: Path, platform: str, overrides: tuple,
+                noise_seed: int | None = None) -> tuple:
+    """``search_setup`` (config, backend, space, settings, base) under another draw of the board's noise where
+    ``noise_seed`` is given; the seed of weights and searches stays."""
+    cfg, _, backend, space, settings, base = search_setup(network, precision, workdir, platform, overrides)
+    if noise_seed is not None:
+        backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
+    return cfg, backend, space, settings, base
+
+
+def end_to_end(method: str, space, backend, base, settings, seed: int) -> tuple:
+    """(probe, ``run_search`` result, row fields) of the guided or the thesis' ("default") search end to end."""
+    from dse.evaluate import Evaluator
+    from dse.search import run_search
+    from dse.search.recorder import RecordingProbe
+
+    probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
+    r = run_search(space, probe, base, settings.with_(strategy="guided" if method == "guided" else "proposed"))
+    extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
+    if method == "guided":      # what its races assumed (their re-runs follow from it) and the batches the re-run
+        extra["noise"] = round(r.guided.noise, 4)       # budget refused them
+        extra["batches_refused"] = r.guided.batches_refused + r.finetune.batches_refused
+    return probe, r, extra
+
+
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
         noise_seed: int | None = None, methods: Sequence[str] = METHODS, curve_repeats: int | None = None) -> dict:
     from bench.reference import load_reference
     from dse.configuration import Configuration
     from dse.evaluate import Evaluator
-    from dse.search import run_search
     from dse.search.optuna_search import optuna_search
     from dse.search.random_search import random_search
     from dse.search.recorder import RecordingProbe
 
     load = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
+        cfg, backend, space, settings, base = board_setup(network, precision, Path(tmp), platform, overrides,
+                                                          noise_seed)
         seed = int(cfg.seed)
-        if noise_seed is not None:     # another draw of the noise; the seed of weights and searches stays
-            backend.settings = dataclasses.replace(backend.settings, seed=noise_seed)
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()
         for method in [m for m in ("guided", "default") if m in methods]:
-            probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
-            strategy = "guided" if method == "guided" else "proposed"
-            r = run_search(space, probe, base, settings.with_(strategy=strategy))
-            extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
-            if method == "guided":      # what its races assumed (their re-runs follow from it) and the batches the
-                extra["noise"] = round(r.guided.noise, 4)     # re-run budget refused them
-                extra["batches_refused"] = r.guided.batches_refused + r.finetune.batches_refused
+            probe, r, extra = end_to_end(method, space, backend, base, settings, seed)
             runs[method] = (probe, r.finetune.measurement, extra)
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)

@@ -19,40 +19,26 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.guided_quality import RESULTS, search_costs
+from bench.guided_quality import RESULTS, board_setup, end_to_end, search_costs
 from bench.machine import write_result
-from bench.search_quality import describe
-from dse.workflow.phases import search_setup
 
 COMPARED = ("selected", "measured", "reruns", "unique_tuples")
 
 
-def row_setup(row: dict, workdir: Path) -> tuple:
-    """``search_setup`` of a stored row (its network, precision, platform, overrides) under its noise draw."""
-    import dataclasses
-
-    cfg, _, backend, space, settings, base = search_setup(row["network"], row["precision"], workdir, row["platform"],
-                                                          tuple(row["overrides"]))
-    if row.get("noise_seed") is not None:
-        backend.settings = dataclasses.replace(backend.settings, seed=row["noise_seed"])
-    return cfg, backend, space, settings, base
-
-
 def replay(row: dict) -> dict:
     """Today's guided search on a stored row's network, precision, platform, overrides and noise draw."""
-    from dse.evaluate import Evaluator
-    from dse.search import run_search
-    from dse.search.recorder import RecordingProbe
-
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, backend, space, settings, base = row_setup(row, Path(tmp))
-        probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
         t = time.perf_counter()
-        r = run_search(space, probe, base, settings.with_(strategy="guided"))
+        probe, r, extra = end_to_end("guided", space, backend, base, settings, int(cfg.seed))
         costs = search_costs([m for _, m in probe.asked], backend, backend.settings, probe.reruns)
-        return {**costs, "selected": describe(r.finetune.config), "noise": round(r.guided.noise, 4),
-                "batches_refused": r.guided.batches_refused + r.finetune.batches_refused,
-                "seconds": round(time.perf_counter() - t, 2)}
+        return {**costs, **extra, "seconds": round(time.perf_counter() - t, 2)}
+
+
+def row_setup(row: dict, workdir: Path) -> tuple:
+    """``board_setup`` of a stored row (its network, precision, platform, overrides and noise draw)."""
+    return board_setup(row["network"], row["precision"], workdir, row["platform"], tuple(row["overrides"]),
+                       row.get("noise_seed"))
 
 
 def main(argv=None) -> int:

@@ -81,10 +81,10 @@ class RerunBudget:
 
     def spent(self) -> tuple[float, float]:
         """(the measurements', the re-runs') board seconds so far."""
-        memo, reruns, keys = list(self.probe.memo.values()), self.probe.reruns, self.probe.rerun_keys
+        memo, reruns = list(self.probe.memo.values()), self.probe.rerun_items
         for m in memo[self._memo_seen:]:
             self._measured(m)
-        for m, (h, r) in zip(reruns[self._reruns_seen:], keys[self._reruns_seen:]):
+        for (h, r), m in reruns[self._reruns_seen:]:
             key = f"{h}:{r}"
             if key not in self.rerun_counted:
                 self.rerun_counted.add(key)

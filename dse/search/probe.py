@@ -62,9 +62,9 @@ class Probe:
         return list(self._reruns.values())
 
     @property
-    def rerun_keys(self) -> list[tuple[str, int]]:
-        """(configuration hash, repeat) of each of ``reruns``, in the same order."""
-        return list(self._reruns)
+    def rerun_items(self) -> list[tuple[tuple[str, int], Measurement]]:
+        """``reruns`` with the (configuration hash, repeat) each ran as, in ask order."""
+        return list(self._reruns.items())
 
     @property
     def measured(self) -> int:
