@@ -21,18 +21,27 @@ from pathlib import Path
 
 from bench.guided_quality import RESULTS, board_setup, end_to_end, search_costs
 from bench.machine import write_result
+from dse.backends.sim.truth import noise_free
 
 COMPARED = ("selected", "measured", "reruns", "unique_tuples")
 
 
 def replay(row: dict) -> dict:
-    """Today's guided search on a stored row's network, precision, platform, overrides and noise draw."""
+    """Today's guided search on a stored row's network, precision, platform, overrides and noise draw; on a virtual
+    board also its answer's true FPS and ``true_quality`` against the stored reference's true FPS (what a changed
+    answer is worth without the full bench's re-measurements)."""
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, backend, space, settings, base = row_setup(row, Path(tmp))
         t = time.perf_counter()
         probe, r, extra = end_to_end("guided", space, backend, base, settings, int(cfg.seed))
         costs = search_costs([m for _, m in probe.asked], backend, backend.settings, probe.reruns)
-        return {**costs, **extra, "seconds": round(time.perf_counter() - t, 2)}
+        seconds = round(time.perf_counter() - t, 2)
+        reference = (row.get("reference") or {}).get("true_fps")
+        if backend.name == "sim" and reference:
+            true_fps = noise_free(row["network"], row["precision"], Path(tmp), row["platform"],
+                                  tuple(row["overrides"]))(r.finetune.config)
+            extra.update(true_fps=round(true_fps, 3), true_quality=round(true_fps / reference, 4))
+        return {**costs, **extra, "seconds": seconds}
 
 
 def row_setup(row: dict, workdir: Path) -> tuple:
@@ -60,10 +69,12 @@ def main(argv=None) -> int:
         changed = [k for k in COMPARED if before.get(k) != now[k]]
         results.append({"network": row["network"], "precision": row["precision"], "platform": row["platform"],
                         "overrides": row["overrides"], "noise_seed": row.get("noise_seed"),
-                        "stored": {k: before.get(k) for k in (*COMPARED, "board_hours")}, "now": now,
+                        "stored": {k: before.get(k) for k in (*COMPARED, "board_hours", "true_quality")}, "now": now,
                         "changed": changed})
         print(f"{row['network']:14s} {row['precision']}: "
               + ("same" if not changed else "CHANGED " + ", ".join(f"{k} {before.get(k)} -> {now[k]}" for k in changed))
+              + (f", true quality {before.get('true_quality')} -> {now['true_quality']}" if "true_quality" in now
+                 else "")
               + f" (board h {before.get('board_hours')} -> {now['board_hours']}, {now['batches_refused']} batches "
               f"refused, {now['seconds']} s)", flush=True)
         write_result(out, {"benchmark": "guided_replay", "stored": str(args.stored), "rows": results})

@@ -212,6 +212,8 @@ def test_guided_replay_finds_a_stored_row_the_same_and_a_changed_one_changed(tmp
     out = json.loads((tmp_path / "guided_replay-tiny.json").read_text())["rows"]
     assert [r["changed"] for r in out] == [[], ["reruns"]]
     assert out[0]["now"]["selected"] == row["methods"]["guided"]["selected"]
+    # the answer's true quality against the stored reference's true FPS, as the bench computed it
+    assert out[0]["now"]["true_quality"] == out[0]["stored"]["true_quality"] == row["methods"]["guided"]["true_quality"]
     assert "1 of 2 rows the same; 1 changed" in capsys.readouterr().err
 
 

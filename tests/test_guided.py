@@ -401,6 +401,43 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     assert not proposed.confirmed
 
 
+def test_guided_fine_tuning_lowers_only_the_answer():
+    """Each finalist is raised (step 1), the starts and raised configurations are raced, and only the winner's
+    resources are lowered (steps 2-3), where it is a raised one: the loser's fine-tuning never goes below its
+    start. The lowered configuration is raced against the winner before it replaces it."""
+    from dataclasses import replace
+
+    from dse.search.pipeline import _lowered, finetune_phase
+
+    backend, base = _sim_board("tiny-detector", 0.01, input_size=64)
+    space = SearchSpace.for_backend(backend.analysis, backend)
+    cut = next(c for c in space.feasible_cuts if c > 3 and space.feasibility((c,)) is None)
+    starts = [base.with_(option="E", streams=(4,), buffers=10, pre_threads=4, post_threads=3),
+              base.with_(option="A", cuts=(cut,), streams=(4, 4), buffers=10, pre_threads=4, post_threads=3)]
+    probe = Probe(Evaluator(backend), "guided")
+    settings = SearchSettings(seed=0, strategy="guided", guided_repeats=3)
+    tuned = finetune_phase(space, probe, starts, settings, noise=0.01)
+    answer = (tuned.config.option, tuned.config.cuts)
+    resources = {c.hash: (c.pre_threads, c.post_threads, c.buffers, *c.streams) for c in (m.config for m in
+                                                                                          probe.memo.values())}
+    loser = next(s for s in starts if (s.option, s.cuts) != answer)
+    winner = next(s for s in starts if (s.option, s.cuts) == answer)
+    loser_runs = [m.config for m in probe.memo.values() if (m.config.option, m.config.cuts) == (loser.option,
+                                                                                                 loser.cuts)]
+    assert loser_runs and all(min(a - b for a, b in zip(resources[c.hash], resources[loser.hash])) >= 0
+                              for c in loser_runs)
+    lowered = [tp for tp in tuned.trajectory if tp.kind.startswith("lower")]
+    assert lowered and sum(resources[tuned.config.hash]) < sum(resources[winner.hash])
+    assert [tp.step for tp in tuned.trajectory] == list(range(len(tuned.trajectory)))
+    raced = {e["config_hash"]: e for e in tuned.confirmed}
+    assert tuned.config.hash in raced and len(raced[tuned.config.hash]["reruns"]) >= 3
+    # a start that won over its raises keeps its parameters: nothing is lowered or measured
+    start_won = replace(tuned, confirmed=[{**tuned.confirmed[0], "tuned": False}])
+    measured = probe.measured
+    assert _lowered(space, probe, start_won, settings, 3, 0.01, None) == (start_won, 0)
+    assert probe.measured == measured
+
+
 def _sim_board(network: str, sigma: float = 0.0, precision: str = "int8", input_size: int = 416):
     """The virtual Xavier at run noise ``sigma`` (no task noise) for ``network``, and its base configuration."""
     analysis = analyze(build_network(network, input_size=input_size))

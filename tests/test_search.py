@@ -460,20 +460,32 @@ def test_finetune_keeps_buffers_at_least_streams():
     assert model.fps_of("E", (), (3,), 1, 1, 2) == pytest.approx(r.fps)  # the constraint, not FPS, stopped it
 
 
-def test_finetune_behind_another_finalist_skips_the_lowering():
-    """A finalist whose raised parameters stay under an FPS the caller already holds is not lowered again:
-    step 2 only gives FPS back. Just above its reach, the lowering runs as before."""
+def resources(c: Configuration) -> tuple[int, ...]:
+    return (c.pre_threads, c.post_threads, c.buffers, *c.streams)
+
+
+def test_finetune_in_two_parts_lowers_as_the_whole():
+    """``lower=False`` stops after step 1 (the guided search lowers only the answer of its ranking);
+    ``fewest_resources`` from there, given step 1's FPS, ends where the whole fine-tuner does, and the two parts
+    measure what the whole does."""
+    from dse.search.finetune import fewest_resources
+
     model = Model(costs_bumpy(60), ratio=2.8, pre_ms=2.0, post_ms=1.0)
     start = BASE.with_(option="B", cuts=(10, 30), streams=(4, 2, 4), buffers=16, pre_threads=6, post_threads=5)
-    full = finetune(model.space(), CachingEvaluator(model), start, fast(degradation=0.02))
-    assert any(tp.kind.startswith("lower") for tp in full.trajectory)
+    settings = fast(degradation=0.02)
+    whole = finetune(model.space(), CachingEvaluator(model), start, settings)
+    assert any(tp.kind.startswith("lower") for tp in whole.trajectory)
     ev = CachingEvaluator(model)
-    cut = finetune(model.space(), ev, start, fast(degradation=0.02), behind=full.reference_fps * 1.001)
-    assert not any(tp.kind.startswith(("lower", "rebalance")) for tp in cut.trajectory)
-    assert cut.reference_fps == full.reference_fps and cut.points < full.points
-    level = finetune(model.space(), CachingEvaluator(model), start, fast(degradation=0.02),
-                     behind=full.reference_fps)
-    assert level.points == full.points
+    raised = finetune(model.space(), ev, start, settings, lower=False)
+    assert not any(tp.kind.startswith(("lower", "rebalance")) for tp in raised.trajectory)
+    assert raised.reference_fps == raised.fps == whole.reference_fps and raised.points < whole.points
+    lowered = fewest_resources(model.space(), ev, raised.config, raised.fps, settings)
+    assert lowered.config == whole.config and lowered.fps == whole.fps
+    assert raised.points + lowered.points == whole.points == ev.measured - 1
+    assert lowered.trajectory[0].kind == "start" and lowered.trajectory[0].fps == raised.fps
+    # the floor is the reference's, not the start's sample: 5 % above it, fewer lowerings get through
+    strict = fewest_resources(model.space(), CachingEvaluator(model), raised.config, raised.fps * 1.05, settings)
+    assert sum(resources(strict.config)) > sum(resources(lowered.config))
 
 
 def test_finetune_of_a_refused_configuration_does_not_shrink_it():

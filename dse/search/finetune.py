@@ -84,64 +84,79 @@ def parameter_caps(space: SearchSpace, option: str, settings: SearchSettings) ->
 
 
 def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
-             settings: SearchSettings, behind: float = 0.0, margin: float = 0.0) -> FinetuneResult:
-    """``behind``: an FPS the caller already holds (another finalist's step-1 best, less the noise). When step
-    1's best stays under it, steps 2 and 3 are skipped: step 2 only gives FPS back, and a configuration that
-    cannot win needs no fewest resources. ``margin``: the relative gain a raise or a rebalance must show to be
-    kept (the noise of one measurement, where the caller knows it): with none, a raise that changes nothing is
-    kept on a lucky sample half the time, the next raise is tried from there, and step 2 measures its way back
-    down (Yolov4 INT8 on the Xavier at 1 % noise: 26 raises and 28 lowers, buffers 6 -> 13 -> ...)."""
+             settings: SearchSettings, margin: float = 0.0, lower: bool = True) -> FinetuneResult:
+    """The three steps from ``config``. ``margin``: the relative gain a raise or a rebalance must show to be kept
+    (the noise of one measurement, where the caller knows it): with none, a raise that changes nothing is kept on a
+    lucky sample half the time, the next raise is tried from there, and step 2 measures its way back down (Yolov4
+    INT8 on the Xavier at 1 % noise: 26 raises and 28 lowers, buffers 6 -> 13 -> ...). ``lower=False``: step 1
+    only; the guided search ranks its finalists' raised configurations first and lowers only the answer
+    (``fewest_resources``): the fewest resources of a finalist that loses are never used."""
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
-    types = space.stages(config.option)
-    stream_names = [f"s{i}" for i in range(len(types))]
     caps = parameter_caps(space, config.option, settings)
-
     cur = buffers_along(config)
     m_cur = tracker.measure(cur, "start")
     start_fps = fps_cur = score(m_cur)
-
-    def run(cfg: Configuration, kind: str) -> tuple[Measurement, float]:
-        m = tracker.measure(cfg, kind)
-        return m, score(m)
 
     # step 1: more of each parameter while FPS improves (rounds: a gain may need another raise first)
     changed = True
     while changed and not tracker.exhausted:
         changed = False
-        for name in ["pre", "post", "buffers", *stream_names]:
+        for name in ["pre", "post", "buffers", *_stream_names(space, cur)]:
             while get_param(cur, name) < caps[name] and not tracker.exhausted:
                 trial = buffers_along(set_param(cur, name, get_param(cur, name) + 1), caps["buffers"])
                 if trial is None:
                     break
-                m, fps = run(trial, f"raise-{name}")
-                if fps > fps_cur * (1 + margin):
-                    cur, m_cur, fps_cur, changed = trial, m, fps, True
+                m = tracker.measure(trial, f"raise-{name}")
+                if score(m) > fps_cur * (1 + margin):
+                    cur, m_cur, fps_cur, changed = trial, m, score(m), True
                 else:
                     break
-    reference = fps_cur
-    if reference <= 0 or reference < behind:  # nothing ran (a refused configuration), or it cannot win
-        return FinetuneResult(cur, m_cur, start_fps, reference, points=len(tracker.seen) - 1,
-                              trajectory=tracker.trajectory)
+    if lower and fps_cur > 0:   # 0: nothing ran (a refused configuration): nothing to keep within
+        cur, m_cur = _lower_and_rebalance(tracker, space, cur, m_cur, fps_cur, settings, margin)
+    return FinetuneResult(cur, m_cur, start_fps, fps_cur, points=len(tracker.seen) - 1,
+                          trajectory=tracker.trajectory)
 
+
+def fewest_resources(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration, reference: float,
+                     settings: SearchSettings, margin: float = 0.0) -> FinetuneResult:
+    """Steps 2 and 3 from ``config``, whose FPS is ``reference`` (the guided search: the mean of its fresh re-runs,
+    not its one sample), for the answer of a ranking of raised configurations (``finetune(lower=False)``)."""
+    tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
+    m = tracker.measure(config, "start")
+    cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin) if reference > 0 \
+        else (config, m)
+    return FinetuneResult(cur, m_cur, score(m), reference, points=len(tracker.seen) - 1,
+                          trajectory=tracker.trajectory)
+
+
+def _stream_names(space: SearchSpace, cfg: Configuration) -> list[str]:
+    return [f"s{i}" for i in range(len(space.stages(cfg.option)))]
+
+
+def _lower_and_rebalance(tracker: Tracker, space: SearchSpace, cur: Configuration, m_cur: Measurement,
+                         reference: float, settings: SearchSettings,
+                         margin: float) -> tuple[Configuration, Measurement]:
+    """Steps 2 and 3 from ``cur`` (measured ``m_cur``); ``reference``: the FPS step 2 may lose ``degradation`` of."""
+    fps_cur = score(m_cur)
     # step 2: less of each parameter while FPS stays within the allowed degradation (buffers last:
     # they may only drop once the others did)
     floor = reference * (1 - settings.degradation)
     changed = True
     while changed and not tracker.exhausted:
         changed = False
-        for name in [*stream_names, "post", "pre", "buffers"]:
+        for name in [*_stream_names(space, cur), "post", "pre", "buffers"]:
             while get_param(cur, name) > 1 and not tracker.exhausted:
                 trial = set_param(cur, name, get_param(cur, name) - 1)
                 if trial.buffers < others_max(trial):
                     break
-                m, fps = run(trial, f"lower-{name}")
-                if fps >= floor:
-                    cur, m_cur, fps_cur, changed = trial, m, fps, True
+                m = tracker.measure(trial, f"lower-{name}")
+                if score(m) >= floor:
+                    cur, m_cur, fps_cur, changed = trial, m, score(m), True
                 else:
                     break
 
     # step 3: rebalance streams between the first and the last GPU stage, total kept
-    mains = [i for i, t in enumerate(types) if t == space.main_pe]
+    mains = [i for i, t in enumerate(space.stages(cur.option)) if t == space.main_pe]
     if len(mains) >= 2:
         a, b = mains[0], mains[-1]
         for give, take in ((a, b), (b, a)):
@@ -153,12 +168,11 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                 trial = cur.with_(streams=tuple(s))
                 if trial.buffers < others_max(trial):
                     break
-                m, fps = run(trial, "rebalance")
-                if fps > fps_cur * (1 + margin):
-                    cur, m_cur, fps_cur, moved = trial, m, fps, True
+                m = tracker.measure(trial, "rebalance")
+                if score(m) > fps_cur * (1 + margin):
+                    cur, m_cur, fps_cur, moved = trial, m, score(m), True
                 else:
                     break
             if moved:
                 break
-    return FinetuneResult(cur, m_cur, start_fps, reference, points=len(tracker.seen) - 1,
-                          trajectory=tracker.trajectory)
+    return cur, m_cur
