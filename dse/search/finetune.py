@@ -119,8 +119,8 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
 
 def fewest_resources(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration, reference: float,
                      settings: SearchSettings, margin: float = 0.0) -> FinetuneResult:
-    """Steps 2 and 3 from ``config``, whose FPS is ``reference`` (the guided search: the mean of its fresh re-runs,
-    not its one sample), for the answer of a ranking of raised configurations (``finetune(lower=False)``)."""
+    """Steps 2 and 3 from ``config``, step 1's best at ``reference`` FPS: the guided search lowers the answer of its
+    ranking of raised configurations (``finetune(lower=False)``) only."""
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
     m = tracker.measure(config, "start")
     cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin) if reference > 0 \

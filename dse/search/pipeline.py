@@ -135,10 +135,10 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     best mean's resources (steps 2 and 3, ``_lowered``: a finalist that loses needs none) and keeps them where they
     do as well on fresh re-runs: a raised configuration whose single sample was lucky, or a start that tuning only
     seemed to improve, no longer wins by that sample; a later finalist of an option already tuned takes the earlier
-    one's parameters (``_transfer``); the answer is tried with every buffer where the accelerators bound it, or with one
-    stream per stage (not where the PEs are the host's cores) and with one pre-processing thread fewer where it ran
-    the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the starts took; these re-runs
-    come after them); its races stay within the re-run budget (``account``: the search's so far,
+    one's parameters (``_transfer``); the answer is tried with every buffer where the accelerators bound it, or with
+    one stream per stage (not where the PEs are the host's cores) and with one pre-processing thread fewer where it
+    ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the starts took; these
+    re-runs come after them); its races stay within the re-run budget (``account``: the search's so far,
     ``GuidedResult.rerun_account``). Otherwise the best tuned one wins, the first on a tie."""
     probe = as_probe(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
@@ -172,8 +172,9 @@ def _lowered(space: SearchSpace, probe: Probe, best: FinetuneResult, settings: S
     (steps 2 and 3 within ``degradation`` of its sample, as the thesis' fine-tuner), raced against it (``_variant``,
     fewer resources: kept where its mean is as high; step 2 takes a lowering on one sample, which at the host's
     5-15 % noise lets through one that loses several percent); and the measurements the lowering took. A start that
-    won over its raises keeps its parameters, as before only-the-winner: lowering it measured 6-9 more on the
-    Xavier at 1 % (Yolov4 INT8: 61 -> 67), past the quarter of Table 3.4's board hours."""
+    won over its raises keeps its parameters: lowering every answer (from its re-runs' mean) measured 2-6 % more
+    than lowering every finalist on the Xavier benches (Yolov4 INT8 at 1 %: 67, 2.58 board hours, past a quarter
+    of Table 3.4's), where this measures 11-16 % fewer (58, 2.43 h; BENCHMARKS 8.45)."""
     if not best.confirmed[0]["tuned"]:
         return best, 0
     lowered = fewest_resources(space, probe, best.config, best.fps, settings, margin=noise)
