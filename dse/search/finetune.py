@@ -111,7 +111,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                     cur, m_cur, fps_cur, changed = trial, m, score(m), True
                 else:
                     break
-    if lower and fps_cur > 0:   # 0: nothing ran (a refused configuration): nothing to keep within
+    if lower:
         cur, m_cur = _lower_and_rebalance(tracker, space, cur, m_cur, fps_cur, settings, margin)
     return FinetuneResult(cur, m_cur, start_fps, fps_cur, points=len(tracker.seen) - 1,
                           trajectory=tracker.trajectory)
@@ -123,8 +123,7 @@ def fewest_resources(space: SearchSpace, evaluator: Evaluator | Probe, config: C
     ranking of raised configurations (``finetune(lower=False)``) only."""
     tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
     m = tracker.measure(config, "start")
-    cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin) if reference > 0 \
-        else (config, m)
+    cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin)
     return FinetuneResult(cur, m_cur, score(m), reference, points=len(tracker.seen) - 1,
                           trajectory=tracker.trajectory)
 
@@ -136,7 +135,10 @@ def _stream_names(space: SearchSpace, cfg: Configuration) -> list[str]:
 def _lower_and_rebalance(tracker: Tracker, space: SearchSpace, cur: Configuration, m_cur: Measurement,
                          reference: float, settings: SearchSettings,
                          margin: float) -> tuple[Configuration, Measurement]:
-    """Steps 2 and 3 from ``cur`` (measured ``m_cur``); ``reference``: the FPS step 2 may lose ``degradation`` of."""
+    """Steps 2 and 3 from ``cur`` (measured ``m_cur``); ``reference``: the FPS step 2 may lose ``degradation`` of.
+    Nothing where that is 0 (a refused configuration: "within degradation of 0" would lower everything)."""
+    if reference <= 0:
+        return cur, m_cur
     fps_cur = score(m_cur)
     # step 2: less of each parameter while FPS stays within the allowed degradation (buffers last:
     # they may only drop once the others did)
