@@ -8,6 +8,14 @@ ratios to the best answer's run of the same round, +- standard error), next to t
 
 Run: ``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-s62f.json [--rounds 40] [--tag T]``;
 writes bench/results/guided_rejudge-<tag>.json (the tag defaults to the stored file's).
+
+``--reference`` judges instead every answer of several stored files (one network, precision, platform and overrides,
+e.g. many host-cpu draws) against the stored exhaustive reference (``bench.reference``): the distinct answers, the
+reference's configuration and the reference's best of each mapping option are re-measured together, and each
+answer's quality is its paired ratio to the reference's configuration. On a noisy host this tells whether the draws'
+answers reach the best mapping, not only whether they beat the other method's answer of the same draw.
+``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-s6*.json --reference --methods guided
+--rounds 30 --tag host-cpu-pool``.
 """
 from __future__ import annotations
 
@@ -15,9 +23,10 @@ import argparse
 import json
 import statistics
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
-from bench.guided_quality import RESULTS, paired_quality
+from bench.guided_quality import RESULTS, describe_dict, paired_quality
 from bench.guided_replay import row_setup
 from bench.machine import load_average, write_result
 from bench.reference import remeasure_together
@@ -48,14 +57,68 @@ def rejudge(row: dict, rounds: int) -> dict:
                         for (m, v), r, mean in zip(methods.items(), runs, means)}}
 
 
+def judge_pool(rows: list[dict], files: list[str], methods: Sequence[str] | None, rounds: int, ref: dict) -> dict:
+    """Every distinct answer of ``rows`` (of ``methods``; ``files`` names each row's source), the reference ``ref``'s
+    configuration and its best of each other option, re-measured together in ``rounds`` rounds on the rows' board
+    (one setup: the caller checks); quality = paired ratio to the reference configuration's runs."""
+    from dse.configuration import Configuration
+    from dse.evaluate import Evaluator
+
+    row = rows[0]
+    entries: dict[str, dict] = {}        # config hash -> what it is and who answered it
+
+    def add(config: dict, who: str) -> None:
+        c = Configuration.from_dict(config)
+        entries.setdefault(c.hash, {"config": c, "label": describe_dict(config), "answered_by": []})
+        entries[c.hash]["answered_by"].append(who)
+
+    add(ref["reference"]["config"], "reference")
+    by_option: dict[str, dict] = {}
+    for cand in ref["top"] + ref["finetuned"]:
+        option = cand["config"]["option"]
+        if option != ref["reference"]["config"]["option"] and \
+                cand["final_mean"] > by_option.get(option, {}).get("final_mean", -1):
+            by_option[option] = cand
+    for option, cand in by_option.items():
+        add(cand["config"], f"reference's best {option}")
+    for file, r in zip(files, rows):
+        for m, v in r["methods"].items():
+            if "config" in v and (not methods or m in methods):
+                add(v["config"], f"{file} {m}")
+    configs = [e["config"] for e in entries.values()]
+    with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+        cfg, backend, *_ = row_setup(row, Path(tmp))
+        load = load_average()
+        runs = remeasure_together(Evaluator(backend, seed=int(cfg.seed)), configs, rounds, REPEAT_REJUDGE,
+                                  strategy="bench", progress=lambda msg: print(msg, flush=True))
+    ref_runs = runs[0]
+    ref_mean = statistics.fmean(ref_runs)
+    answers = [{"label": e["label"], "answered_by": e["answered_by"], "config": e["config"].to_dict(), "runs": r,
+                "mean": round(statistics.fmean(r), 3), "quality": round(statistics.fmean(r) / ref_mean, 4),
+                "paired": paired_quality(r, ref_runs)} for e, r in zip(entries.values(), runs)]
+    return {"network": row["network"], "precision": row["precision"], "platform": row["platform"],
+            "overrides": row["overrides"], "rounds": rounds, "stored": files,
+            "reference_coverage": ref["coverage"], "reference_stored_mean": ref["reference"]["mean"],
+            "load_avg_start": load, "load_avg_end": load_average(), "answers": answers}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stored", type=Path, help="a bench/results/guided_quality*.json whose rows keep their answers")
+    ap.add_argument("stored", type=Path, nargs="+",
+                    help="bench/results/guided_quality*.json whose rows keep their answers (one without --reference)")
     ap.add_argument("--rounds", type=int, default=40, help="round-robin rounds (one run of every answer each)")
     ap.add_argument("--tag", default="", help="suffix of the result file (default: the stored file's)")
+    ap.add_argument("--reference", action="store_true",
+                    help="judge every answer of the stored files against the stored exhaustive reference")
+    ap.add_argument("--methods", nargs="+", default=None, help="with --reference: only these methods' answers")
     args = ap.parse_args(argv)
     if args.rounds < 2:
         ap.error(f"--rounds {args.rounds}: a paired standard error needs at least 2")
+    if args.reference:
+        return _main_pool(ap, args)
+    if len(args.stored) > 1:
+        ap.error(f"{len(args.stored)} stored files: re-judging row by row takes one (pool several with --reference)")
+    args.stored = args.stored[0]
     stored = json.loads(args.stored.read_text())["rows"]
     rows = [r for r in stored if sum("config" in v for v in r["methods"].values()) >= 2]
     if not rows:
@@ -69,6 +132,36 @@ def main(argv=None) -> int:
             f"{m} {v['quality']:.4f} paired {v['paired']} (stored {v['stored_quality']}, {v['stored_paired']})"
             for m, v in results[-1]["methods"].items()), flush=True)
         write_result(out, {"benchmark": "guided_rejudge", "stored": str(args.stored), "rows": results})
+    return 0
+
+
+def _main_pool(ap: argparse.ArgumentParser, args) -> int:
+    from bench.reference import load_reference
+
+    rows, files = [], []
+    for path in args.stored:
+        for r in json.loads(path.read_text())["rows"]:
+            if any("config" in v and (not args.methods or m in args.methods) for m, v in r["methods"].items()):
+                rows.append(r)
+                files.append(path.stem.removeprefix("guided_quality").lstrip("-") or path.stem)
+    if not rows:
+        ap.error("no stored row keeps an answer's configuration" + (f" of {args.methods}" if args.methods else ""))
+    setups = {(r["network"], r["precision"], r["platform"], tuple(r["overrides"]), r.get("noise_seed")) for r in rows}
+    if len(setups) != 1:
+        ap.error(f"--reference pools the answers of one board setup; the rows hold {len(setups)}: "
+                 + "; ".join(f"{n} {p} on {pl} {list(o)} noise seed {s}" for n, p, pl, o, s in sorted(setups)))
+    row = rows[0]
+    ref = load_reference(row["network"], row["precision"], row["platform"], overrides=row["overrides"])
+    if ref is None:
+        ap.error(f"no fresh reference for {row['network']} {row['precision']} on {row['platform']} "
+                 f"{row['overrides']}: run python -m bench.reference first")
+    result = judge_pool(rows, files, args.methods, args.rounds, ref)
+    out = RESULTS / f"guided_rejudge-{args.tag or 'pool'}.json"
+    write_result(out, {"benchmark": "guided_rejudge_pool", **result})
+    for a in sorted(result["answers"], key=lambda a: -a["quality"]):
+        print(f"paired {a['paired']}, quality {a['quality']:.4f}, mean {a['mean']:7.2f}  {a['label']:40s} "
+              f"{', '.join(a['answered_by'])}", flush=True)
+    print(f"wrote {out}")
     return 0
 
 

@@ -18,11 +18,17 @@ its configuration; the reference therefore never trusts a single sample:
 4. confirm: the winner is re-measured ``final_repeats`` more times (201..210), after it was selected, so its
    ``mean`` carries no winner's curse. That is the number a quality ratio divides by.
 
+Screening and the final comparison run round-robin (``remeasure_together``): on a real board (``host-cpu``) a
+drift of the host's speed then falls on every candidate alike; on the sim the numbers are the same either way.
+
 Results: ``bench/results/reference/<platform>/<network>-<precision>.json``, with digests of the model and the
 platform / measure config parts so a stale reference (recalibrated sim, changed model) is detected by
 ``load_reference``.
 
-Run: ``python -m bench.reference [--networks yolov4 yolov4-csp cspnet] [--precisions int8] [--force]``.
+Run: ``python -m bench.reference [--networks yolov4 yolov4-csp cspnet] [--precisions int8] [--force]``; the host's
+CPU: ``python -m bench.reference --platform host-cpu --networks yolov4-tiny --precisions fp32 --top 8
+--final-repeats 20 --bounds pre=2,post=2,streams=2,buffers=6 benchmark.input_size=160 benchmark.sample_size=300
+benchmark.warmup=50``.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bench.machine import load_average, write_result
@@ -68,16 +74,20 @@ def remeasure(evaluator_or_backend, config, n: int = 5, first_repeat: int = SCRE
     return out
 
 
-def remeasure_together(evaluator, configs: Sequence, n: int, first_repeat: int, *,
-                       strategy: str = "reference") -> list[list[float]]:
+def remeasure_together(evaluator, configs: Sequence, n: int, first_repeat: int, *, strategy: str = "reference",
+                       progress: Callable[[str], None] | None = None) -> list[list[float]]:
     """``remeasure`` of several configurations, round-robin: repeat r of each before repeat r + 1 of any. On a
     real host whose speed drifts (another tenant on the VM) the drift then falls on every configuration alike,
     not on whichever was re-run last; on the sim, whose noise depends on (configuration, repeat) only, the
     result is the same as one after another."""
     out: list[list[float]] = [[] for _ in configs]
-    for r in range(first_repeat, first_repeat + n):
+    t0 = time.perf_counter()
+    for i, r in enumerate(range(first_repeat, first_repeat + n), 1):
         for runs, config in zip(out, configs):
             runs += remeasure(evaluator, config, 1, r, strategy=strategy)
+        if progress:
+            el = time.perf_counter() - t0
+            progress(f"  round {i}/{n} of {len(configs)} configurations, ETA {el / i * (n - i) / 60:.1f} min")
     return out
 
 
@@ -123,9 +133,12 @@ def path_for(network: str, precision: str, platform: str = PLATFORM, root: Path 
 def compute_reference(network: str, precision: str, platform: str = PLATFORM, overrides: Sequence[str] = (), *,
                       max_cuts: int = MAX_CUTS, top: int = 20, screen_repeats: int = 5, finetune_best: int = 3,
                       final_repeats: int = 10, progress: Callable[[str], None] | None = print,
-                      heartbeat: int = 2000) -> dict:
+                      heartbeat: int = 2000, bounds: Mapping[str, int] | None = None) -> dict:
     """Sweep every feasible tuple of every option with <= ``max_cuts`` cuts (no cap), then screen, fine-tune and
-    re-measure as the module docstring says. Returns the JSON-able record (not written)."""
+    re-measure as the module docstring says. Returns the JSON-able record (not written).
+
+    ``bounds`` (pre, post, streams, buffers) replace the maximizer's: on a noisy host its single-run steps may
+    stop at 1 (a run that happened to be slow), and the sweep would then measure every tuple starved."""
     from dse.workflow.phases import search_setup
     from dse.evaluate import Evaluator
     from dse.search import Probe
@@ -149,8 +162,8 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         probe = Probe(ev, PHASE)
 
         t = time.perf_counter()
-        mx = maximize_phase(space, probe, base, settings)
-        bounds = dict(mx.bounds)
+        bounds_from = "given" if bounds else "maximizer"
+        bounds = dict(bounds) if bounds else dict(maximize_phase(space, probe, base, settings).bounds)
         seconds["maximize"] = time.perf_counter() - t
 
         # -- the sweep ---------------------------------------------------------------------------------
@@ -203,9 +216,9 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                 picked.append((option, tuple(st["best_cuts"])))
         single = {(o, c): f for f, o, c in samples}
         candidates = []
-        for key in picked:
+        screened = remeasure_together(ev, [configs[key] for key in picked], screen_repeats, SCREEN_FIRST)
+        for key, fps in zip(picked, screened):
             c = configs[key]
-            fps = remeasure(ev, c, screen_repeats, SCREEN_FIRST)
             mean, std = mean_std(fps)
             candidates.append({"option": key[0], "cuts": list(key[1]), "label": describe(*key),
                                "config_hash": c.hash, "single_fps": single[key], "screen_fps": fps,
@@ -238,12 +251,14 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         pool: dict[str, dict] = {}
         for kind, entries in (("candidate", candidates), ("finetuned", tuned)):
             for e in entries:
+                pool.setdefault(e["config_hash"], {"kind": kind, "config": e["config"]})
+        finals = remeasure_together(ev, [p["config"] for p in pool.values()], final_repeats, FINAL_FIRST)
+        for p, fps in zip(pool.values(), finals):
+            mean, std = mean_std(fps)
+            p.update(final_fps=fps, final_mean=mean, final_std=std)
+        for kind, entries in (("candidate", candidates), ("finetuned", tuned)):
+            for e in entries:
                 h = e["config_hash"]
-                if h not in pool:
-                    fps = remeasure(ev, e["config"], final_repeats, FINAL_FIRST)
-                    mean, std = mean_std(fps)
-                    pool[h] = {"kind": kind, "config": e["config"], "final_fps": fps, "final_mean": mean,
-                               "final_std": std}
                 e["final_mean"] = pool[h]["final_mean"]
                 e["final_std"] = pool[h]["final_std"]
                 e["final_fps"] = pool[h]["final_fps"]
@@ -275,7 +290,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         "benchmark": "reference", "network": network, "precision": precision, "platform": platform,
         "overrides": list(overrides), **ds, "search_digest": _digest(parts["search"]),
         "coverage": coverage, "swept_options": sorted(swept), "left_out": left_out,
-        "feasible_cuts": len(space.feasible_cuts), "bounds": bounds,
+        "feasible_cuts": len(space.feasible_cuts), "bounds": bounds, "bounds_from": bounds_from,
         "tuples": {o: st["tuples"] for o, st in option_stats.items()}, "tuples_total": total,
         "options": option_stats, "measurements": ev.measured, "sweep_measurements": sweep_measured,
         "engines_built": engines,
@@ -300,7 +315,8 @@ def load_reference(network: str, precision: str, platform: str = PLATFORM, *, ov
     """The stored reference, or None when it is missing or stale: the model, the platform part (the sim's
     calibration) or the measure part changed since it was computed. ``verify`` also re-measures the reference
     configuration on its first confirm repeat and asks for the stored FPS to the last digit (the sim is seeded):
-    a change of the sim's code that no config part shows is caught too (one measurement, plus the build)."""
+    a change of the sim's code that no config part shows is caught too (one measurement, plus the build). A real
+    board (``host-cpu``) is checked on the digests only."""
     path = path_for(network, precision, platform, root)
     if not path.is_file():
         if verbose:
@@ -322,8 +338,8 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
     changed = [k for k, v in now.items() if data.get(k) != v]
     if changed:
         return "; ".join(f"{k} {data.get(k)} -> {now[k]}" for k in changed)
-    if not verify:
-        return ""
+    if not verify or _compose(network, precision, platform, overrides)[1]["platform"].get("backend") != "sim":
+        return ""           # a real board's runs never repeat to the digit: only the sim's can be verified
     from dse.workflow.phases import search_setup
     from dse.configuration import Configuration
 
@@ -342,9 +358,9 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
 
 def summary(rows: list[dict]) -> str:
     """The BENCHMARKS.md table of the references (``--markdown``)."""
-    head = ("| network | prec | tuples swept | measurements | wall s (load 1-min start/end) | reference (streams, buffers, "
-            "pre/post threads) | re-measured FPS, mean +- std (10 fresh repeats) | luckiest single sample (overstates) "
-            "| best single sample of the sweep |")
+    head = ("| network | prec | tuples swept | measurements | wall s (load 1-min start/end) | reference (streams, "
+            "buffers, pre/post threads) | re-measured FPS, mean +- std (n fresh repeats) | luckiest single sample "
+            "(overstates) | best single sample of the sweep |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         ref, c = r["reference"], r["reference"]["config"]
@@ -354,10 +370,21 @@ def summary(rows: list[dict]) -> str:
         lines.append(
             f"| {r['network']} | {r['precision'].upper()} | {r['tuples_total']} | {r['measurements']} "
             f"| {r['wall_seconds']:.0f} ({load}) | {ref['label']}, s{c['streams']}, b{c['buffers']}, "
-            f"{c['pre_threads']}/{c['post_threads']} | {ref['mean']:.1f} +- {ref['std']:.1f} "
+            f"{c['pre_threads']}/{c['post_threads']} | {ref['mean']:.1f} +- {ref['std']:.1f} ({len(ref['fps'])}) "
             f"| {r['best_single_fps']:.1f} at {r['best_single_at']} (+{100 * r['best_single_overstates']:.1f} %) "
             f"| {sweep_best['best_single_fps']:.1f} at {describe(sweep_opt, sweep_best['best_cuts'])} |")
     return "\n".join(lines)
+
+
+def _bounds(text: str) -> dict[str, int]:
+    keys = ("pre", "post", "streams", "buffers")
+    try:
+        got = {k.strip(): int(v) for k, v in (item.split("=") for item in text.split(","))}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected pre=P,post=Q,streams=S,buffers=B (integers)") from None
+    if sorted(got) != sorted(keys) or min(got.values()) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give each of {', '.join(keys)} once, each >= 1")
+    return got
 
 
 def main(argv=None) -> int:
@@ -368,6 +395,11 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="recompute even when a fresh reference is stored")
     ap.add_argument("--root", type=Path, default=ROOT, help="results folder (<root>/<platform>/<net>-<prec>.json)")
     ap.add_argument("--top", type=int, default=20, help="tuples re-measured after the sweep")
+    ap.add_argument("--screen-repeats", type=int, default=5, help="fresh runs of each screened tuple")
+    ap.add_argument("--final-repeats", type=int, default=10,
+                    help="round-robin rounds of the final comparison, and the winner's confirming runs")
+    ap.add_argument("--bounds", type=_bounds, default=None, metavar="pre=P,post=Q,streams=S,buffers=B",
+                    help="the sweep's parameter bounds instead of the maximizer's (a noisy host)")
     ap.add_argument("--markdown", action="store_true", help="print the summary of the stored references only")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (e.g. benchmark.sample_size=200)")
     args = ap.parse_args(argv)
@@ -391,6 +423,8 @@ def main(argv=None) -> int:
                         rows.append(stored)
                         continue
                 row = compute_reference(network, precision, args.platform, tuple(args.overrides), top=args.top,
+                                        bounds=args.bounds, screen_repeats=args.screen_repeats,
+                                        final_repeats=args.final_repeats,
                                         progress=lambda msg: print(msg, flush=True))
             except DseError as exc:     # one bad network (or config) must not cost the others their hour
                 print(f"reference {network} {precision}: FAILED: {exc}", flush=True)

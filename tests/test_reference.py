@@ -121,3 +121,69 @@ def test_every_option_is_tuned_from_both_stream_templates(ref):
     s = ref["bounds"]["streams"]
     assert s >= 2          # else both templates are one
     assert (s, 4, s) in streams and ((s + 1) // 2, 4, (s + 1) // 2) in streams
+
+
+def test_given_bounds_replace_the_maximizer(ref, capsys):
+    """``bounds`` (``--bounds``) set the sweep's parameters where the maximizer's single runs cannot be trusted (a
+    noisy host): the templates are built from them, not from the maximizer's (the fixture's, two GPU streams); a
+    malformed ``--bounds`` is refused."""
+    given = {"pre": 1, "post": 1, "streams": 1, "buffers": 2}
+    mine = reference.compute_reference(NET, PREC, overrides=FAST, top=2, screen_repeats=2, finetune_best=1,
+                                       final_repeats=2, progress=None, bounds=given)
+    assert mine["bounds"] == given and mine["bounds_from"] == "given" and ref["bounds_from"] == "maximizer"
+    assert mine["options"]["E"]["streams"] == [1] and ref["options"]["E"]["streams"] == [ref["bounds"]["streams"]] != [1]
+    for bad in ("pre=1,post=1,streams=1", "pre=1,post=1,streams=0,buffers=2", "pre=x"):
+        with pytest.raises(SystemExit):
+            reference.main(["--bounds", bad, "--markdown"])
+        assert f"{bad!r}" in capsys.readouterr().err
+
+
+def test_a_real_boards_reference_is_checked_on_digests_only(tmp_path):
+    """A host-cpu reference cannot be re-measured to the digit (its runs never repeat): it is fresh while the model
+    and config parts are the same, whatever FPS it stored; the sim's would be stale (test above)."""
+    data = {**reference.digests(NET, "fp32", "host-cpu"),
+            "reference": {"label": "E", "config": {}, "fps": [123.456]}}
+    write_result(reference.path_for(NET, "fp32", "host-cpu", root=tmp_path), data)
+    loaded = reference.load_reference(NET, "fp32", "host-cpu", root=tmp_path)
+    assert loaded is not None and loaded["reference"] == data["reference"]
+
+
+def test_pooled_judge_measures_each_distinct_answer_against_the_reference(ref, tmp_path, capsys):
+    """``bench.guided_rejudge --reference``: the distinct answers of several stored rows (of the chosen methods), the
+    reference's configuration and its best of each other option are re-measured together; an answer equal to the
+    reference is one entry answered by both, its paired quality 1; rows of other setups are refused."""
+    from bench import guided_rejudge
+    from dse.workflow.phases import search_setup
+    from dse.configuration import Configuration
+
+    others = [c for c in ref["top"] if c["config_hash"] != ref["reference"]["config_hash"]]
+    setup = {"network": NET, "precision": PREC, "platform": reference.PLATFORM, "overrides": list(FAST)}
+    rows = [{**setup, "methods": {"guided": {"selected": "x", "config": ref["reference"]["config"]},
+                                  "default": {"selected": "x", "config": others[0]["config"]}}},
+            {**setup, "methods": {"guided": {"selected": "x", "config": others[1]["config"]}}}]
+    out = guided_rejudge.judge_pool(rows, ["a", "b"], ["guided"], 3, ref)
+    by_label = {", ".join(a["answered_by"]): a for a in out["answers"]}
+    first = out["answers"][0]
+    assert first["answered_by"] == ["reference", "a guided"] and first["paired"] == [1.0, 0.0]
+    assert "b guided" in ", ".join(by_label) and "a default" not in ", ".join(by_label)
+    won = ref["reference"]["config"]["option"]
+    options = {c["config"]["option"] for c in [*ref["top"], *ref["finetuned"]]} - {won}
+    assert {w for a in out["answers"] for w in a["answered_by"] if w.startswith("reference's")} == \
+        {f"reference's best {o}" for o in options}
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = search_setup(NET, PREC, Path(tmp), reference.PLATFORM, FAST)[2]
+        for a in out["answers"]:      # the sim's runs on the rejudge's own repeats
+            assert a["runs"] == reference.remeasure(backend, Configuration.from_dict(a["config"]), 3,
+                                                    guided_rejudge.REPEAT_REJUDGE)
+            assert a["paired"][0] == pytest.approx(
+                sum(x / y for x, y in zip(a["runs"], first["runs"])) / 3, abs=1e-4)
+    files = []
+    for i, overrides in enumerate((FAST, (*FAST, "platform.noise.sigma=0.02"))):
+        files.append(tmp_path / f"guided_quality-{i}.json")
+        files[-1].write_text(json.dumps({"rows": [{**rows[0], "overrides": list(overrides)}]}))
+    with pytest.raises(SystemExit):
+        guided_rejudge.main([*map(str, files), "--reference"])
+    assert "pools the answers of one board setup; the rows hold 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        guided_rejudge.main([*map(str, files)])
+    assert "re-judging row by row takes one" in capsys.readouterr().err
