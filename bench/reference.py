@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bench.machine import load_average, write_result
+from bench.machine import load_average, machine_facts, write_result
 
 ROOT = Path(__file__).resolve().parent / "results" / "reference"
 PLATFORM = "xavier-agx-sim"
@@ -316,7 +316,7 @@ def load_reference(network: str, precision: str, platform: str = PLATFORM, *, ov
     calibration) or the measure part changed since it was computed. ``verify`` also re-measures the reference
     configuration on its first confirm repeat and asks for the stored FPS to the last digit (the sim is seeded):
     a change of the sim's code that no config part shows is caught too (one measurement, plus the build). A real
-    board (``host-cpu``) is checked on the digests only."""
+    board's (``host-cpu``) holds on the host that measured it (CPU model and usable cores) while the digests do."""
     path = path_for(network, precision, platform, root)
     if not path.is_file():
         if verbose:
@@ -338,8 +338,13 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
     changed = [k for k, v in now.items() if data.get(k) != v]
     if changed:
         return "; ".join(f"{k} {data.get(k)} -> {now[k]}" for k in changed)
-    if not verify or _compose(network, precision, platform, overrides)[1]["platform"].get("backend") != "sim":
-        return ""           # a real board's runs never repeat to the digit: only the sim's can be verified
+    if _compose(network, precision, platform, overrides)[1]["platform"].get("backend") != "sim":
+        # a real board's runs never repeat to the digit: it holds on the host that measured it
+        here, then = machine_facts(), data.get("machine", {})
+        moved = [k for k in ("cpu_model", "usable_cores") if then.get(k) != here[k]]
+        return "; ".join(f"measured on another host: {k} {then.get(k)} -> {here[k]}" for k in moved)
+    if not verify:
+        return ""
     from dse.workflow.phases import search_setup
     from dse.configuration import Configuration
 

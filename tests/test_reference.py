@@ -131,21 +131,28 @@ def test_given_bounds_replace_the_maximizer(ref, capsys):
     mine = reference.compute_reference(NET, PREC, overrides=FAST, top=2, screen_repeats=2, finetune_best=1,
                                        final_repeats=2, progress=None, bounds=given)
     assert mine["bounds"] == given and mine["bounds_from"] == "given" and ref["bounds_from"] == "maximizer"
-    assert mine["options"]["E"]["streams"] == [1] and ref["options"]["E"]["streams"] == [ref["bounds"]["streams"]] != [1]
+    assert mine["options"]["E"]["streams"] == [1]
+    assert ref["options"]["E"]["streams"] == [ref["bounds"]["streams"]] != [1]
     for bad in ("pre=1,post=1,streams=1", "pre=1,post=1,streams=0,buffers=2", "pre=x"):
         with pytest.raises(SystemExit):
             reference.main(["--bounds", bad, "--markdown"])
         assert f"{bad!r}" in capsys.readouterr().err
 
 
-def test_a_real_boards_reference_is_checked_on_digests_only(tmp_path):
+def test_a_real_boards_reference_holds_on_the_host_that_measured_it(tmp_path, capsys):
     """A host-cpu reference cannot be re-measured to the digit (its runs never repeat): it is fresh while the model
-    and config parts are the same, whatever FPS it stored; the sim's would be stale (test above)."""
+    and config parts are the same, whatever FPS it stored (the sim's would be stale, test above), on a host with the
+    same CPU model and usable cores; from another host it is stale, naming the difference."""
     data = {**reference.digests(NET, "fp32", "host-cpu"),
             "reference": {"label": "E", "config": {}, "fps": [123.456]}}
-    write_result(reference.path_for(NET, "fp32", "host-cpu", root=tmp_path), data)
+    path = reference.path_for(NET, "fp32", "host-cpu", root=tmp_path)
+    write_result(path, data)
     loaded = reference.load_reference(NET, "fp32", "host-cpu", root=tmp_path)
     assert loaded is not None and loaded["reference"] == data["reference"]
+    moved = {**loaded, "machine": {**loaded["machine"], "usable_cores": loaded["machine"]["usable_cores"] + 2}}
+    path.write_text(json.dumps(moved))
+    assert reference.load_reference(NET, "fp32", "host-cpu", root=tmp_path) is None
+    assert "measured on another host: usable_cores" in capsys.readouterr().out
 
 
 def test_pooled_judge_measures_each_distinct_answer_against_the_reference(ref, tmp_path, capsys):
