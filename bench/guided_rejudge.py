@@ -118,12 +118,12 @@ def main(argv=None) -> int:
         return _main_pool(ap, args)
     if len(args.stored) > 1:
         ap.error(f"{len(args.stored)} stored files: re-judging row by row takes one (pool several with --reference)")
-    args.stored = args.stored[0]
-    stored = json.loads(args.stored.read_text())["rows"]
+    (path,) = args.stored
+    stored = json.loads(path.read_text())["rows"]
     rows = [r for r in stored if sum("config" in v for v in r["methods"].values()) >= 2]
     if not rows:
-        ap.error(f"{args.stored}: no row keeps two answers' configurations (rows written before session 62 do not)")
-    tag = args.tag or args.stored.stem.removeprefix("guided_quality").lstrip("-") or "default"
+        ap.error(f"{path}: no row keeps two answers' configurations (rows written before session 62 do not)")
+    tag = args.tag or path.stem.removeprefix("guided_quality").lstrip("-") or "default"
     out = RESULTS / f"guided_rejudge-{tag}.json"
     results = []
     for row in rows:
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         print(f"{row['network']:14s} {row['precision']}: " + "; ".join(
             f"{m} {v['quality']:.4f} paired {v['paired']} (stored {v['stored_quality']}, {v['stored_paired']})"
             for m, v in results[-1]["methods"].items()), flush=True)
-        write_result(out, {"benchmark": "guided_rejudge", "stored": str(args.stored), "rows": results})
+        write_result(out, {"benchmark": "guided_rejudge", "stored": str(path), "rows": results})
     return 0
 
 

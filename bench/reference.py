@@ -119,9 +119,12 @@ def _compose(network: str, precision: str, platform: str, overrides: Sequence[st
 def digests(network: str, precision: str, platform: str = PLATFORM, overrides: Sequence[str] = ()) -> dict:
     """What a reference's numbers depend on besides the search: the model's bytes, the platform part (the sim's
     calibration) and the measure part (sample size, seed, batch)."""
+    return _digests(*_compose(network, precision, platform, overrides))
+
+
+def _digests(cfg, parts) -> dict:
     from dse.network import load_analysis
 
-    cfg, parts = _compose(network, precision, platform, overrides)
     return {"model_digest": load_analysis(cfg).digest, "platform_digest": _digest(parts["platform"]),
             "measure_digest": _digest(parts["measure"])}
 
@@ -256,12 +259,9 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         for p, fps in zip(pool.values(), finals):
             mean, std = mean_std(fps)
             p.update(final_fps=fps, final_mean=mean, final_std=std)
-        for kind, entries in (("candidate", candidates), ("finetuned", tuned)):
-            for e in entries:
-                h = e["config_hash"]
-                e["final_mean"] = pool[h]["final_mean"]
-                e["final_std"] = pool[h]["final_std"]
-                e["final_fps"] = pool[h]["final_fps"]
+        for e in (*candidates, *tuned):
+            p = pool[e["config_hash"]]
+            e.update(final_mean=p["final_mean"], final_std=p["final_std"], final_fps=p["final_fps"])
         win_hash = max(pool, key=lambda h: pool[h]["final_mean"])
         winner = pool[win_hash]["config"]
         confirm = remeasure(ev, winner, final_repeats, CONFIRM_FIRST)
@@ -334,11 +334,12 @@ def load_reference(network: str, precision: str, platform: str = PLATFORM, *, ov
 def _staleness(data: dict, network: str, precision: str, platform: str, overrides: Sequence[str],
                verify: bool) -> str:
     """Why a stored reference no longer holds ('' when it does)."""
-    now = digests(network, precision, platform, overrides)
+    cfg, parts = _compose(network, precision, platform, overrides)
+    now = _digests(cfg, parts)
     changed = [k for k, v in now.items() if data.get(k) != v]
     if changed:
         return "; ".join(f"{k} {data.get(k)} -> {now[k]}" for k in changed)
-    if _compose(network, precision, platform, overrides)[1]["platform"].get("backend") != "sim":
+    if parts["platform"].get("backend") != "sim":
         # a real board's runs never repeat to the digit: it holds on the host that measured it
         here, then = machine_facts(), data.get("machine", {})
         moved = [k for k in ("cpu_model", "usable_cores") if then.get(k) != here[k]]

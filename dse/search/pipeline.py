@@ -213,7 +213,7 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     there buffers do gain: on the 2-core VM, 32 buffers over 4-6 gained 1.5-4.6 % on three answers, judged on 30
     paired rounds (BENCHMARKS 8.46)."""
     c, m = best.config, best.measurement
-    if not m.ok or (_cpu_bound(m) and not shared_cores) or c.buffers >= cap:
+    if not m.ok or _host_bound(m, shared_cores) or c.buffers >= cap:
         return best
     return _variant(probe, best, c.with_(buffers=cap), repeats, noise, budget, fewer=False)
 
@@ -229,7 +229,7 @@ def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: fl
     buffers: 4 streams 846.9 FPS, 3 849.4, 2 844.5, 1 867.3; without the profile's CPU contention 2 streams gain
     13 %; at 3 % noise the guided answer kept 4, 0.986 of Optuna TPE's E at 1, BENCHMARKS 8.37)."""
     m, c = best.measurement, best.config
-    if shared_cores or not _cpu_bound(m) or all(s <= 1 for s in c.streams):
+    if not _host_bound(m, shared_cores) or all(s <= 1 for s in c.streams):
         return best
     return _variant(probe, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, budget, fewer=True)
 
@@ -248,8 +248,14 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: f
 
 
 def _cpu_bound(m: Measurement) -> bool:
-    """A run that kept the host's cores fully busy (``CPU_BUSY``): the host, not the accelerators, bounds it."""
+    """A run that kept the host's cores fully busy (``CPU_BUSY``): its threads only contend."""
     return m.ok and m.cpu_util >= CPU_BUSY
+
+
+def _host_bound(m: Measurement, shared_cores: int) -> bool:
+    """The host, not the accelerators, bounds the run: it kept the CPU busy, and the CPU is not the accelerators
+    (``shared_cores``: where the PEs are the host's cores, host-cpu, a busy CPU is the accelerators')."""
+    return not shared_cores and _cpu_bound(m)
 
 
 def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
