@@ -2,8 +2,8 @@
 runs, split into the parts each rule depends on, so that changing an override reruns only the rules that read it.
 
 Planning writes nothing (``snakemake -n``, ``--lint`` and ``--report`` leave the disk alone): the parts are the
-outputs of rule ``configure`` (``workflow/rules/configure.smk``), whose parameter is the digest of the part's
-text, so Snakemake reruns it, and what reads the part, when the text changes. Jobs read only their parts
+outputs of rule ``configure`` (``workflow/rules/configure.smk``), whose parameter is the part's text, so
+Snakemake reruns it, and what reads the part, when the text changes. Jobs read only their parts
 (``dse.workflow.phases.RunContext``), never the config of a later invocation.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
 
 
 def digest(text: str) -> str:
-    """A short content digest (what rule ``configure`` passes Snakemake to detect a changed part)."""
+    """A short content digest of a config text."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from dse.errors import DseError
 from dse.store.atomic import write_text_atomic
 from dse.store.parquet import write_atomic
-from dse.workflow.plan import RunPlan, digest
+from dse.workflow.plan import RunPlan
 
 STUDY_FILES = ("study.parquet", "study.md", "plots/study_gain.png", "plots/study_options.png")
 
@@ -33,10 +33,6 @@ class StudyPlan:
 
     def point_files(self) -> list[str]:
         return [f"{run}/{f}" for run in self.runs for f in ("summary.json", "config.yaml")]
-
-    @property
-    def digest(self) -> str:
-        return digest(self.part)
 
 
 def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:

@@ -1,8 +1,6 @@
-# The run's resolved config, written by rules (never while the Snakefile is parsed): the digest of a part's
-# text is the rule's parameter, so Snakemake reruns it, and every rule that reads the part, when the text
-# changes; a dry run writes nothing.
-from dse.store.atomic import write_text_atomic
-from dse.workflow.plan import digest
+# The run's resolved config, written by rules (never while the Snakefile is parsed): a part's text is the rule's
+# parameter, so Snakemake reruns it, and every rule that reads the part, when the text changes; a dry run writes
+# nothing. Every *_configure rule writes through workflow/scripts/write_text.py (a script job, not `run:`).
 
 
 def _plan(run):
@@ -20,10 +18,10 @@ rule configure:
     output:
         "{run}/config/{part}.yaml",
     params:
-        digest=lambda wc: digest(_plan(wc.run).parts[wc.part]),
+        text=lambda wc: _plan(wc.run).parts[wc.part],
     localrule: True
-    run:
-        write_text_atomic(output[0], _plan(wildcards.run).parts[wildcards.part])
+    script:
+        "../scripts/write_text.py"
 
 
 rule resolved_config:
@@ -31,7 +29,7 @@ rule resolved_config:
     output:
         "{run}/config.yaml",
     params:
-        digest=lambda wc: digest(_plan(wc.run).resolved),
+        text=lambda wc: _plan(wc.run).resolved,
     localrule: True
-    run:
-        write_text_atomic(output[0], _plan(wildcards.run).resolved)
+    script:
+        "../scripts/write_text.py"

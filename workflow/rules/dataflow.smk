@@ -34,20 +34,20 @@ rule dataflow_configure:
     output:
         "{ddir}/config/{dpart}.yaml",
     params:
-        digest=lambda wc: digest(_dplan(wc.ddir).parts[wc.dpart]),
+        text=lambda wc: _dplan(wc.ddir).parts[wc.dpart],
     localrule: True
-    run:
-        write_text_atomic(output[0], _dplan(wildcards.ddir).parts[wildcards.dpart])
+    script:
+        "../scripts/write_text.py"
 
 
 rule dataflow_resolved_config:
     output:
         "{ddir}/config.yaml",
     params:
-        digest=lambda wc: digest(_dplan(wc.ddir).resolved),
+        text=lambda wc: _dplan(wc.ddir).resolved,
     localrule: True
-    run:
-        write_text_atomic(output[0], _dplan(wildcards.ddir).resolved)
+    script:
+        "../scripts/write_text.py"
 
 
 rule dataflow_pareto:

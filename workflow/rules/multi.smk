@@ -36,20 +36,20 @@ rule multi_configure:
     output:
         "{mdir}/config/{mpart}.yaml",
     params:
-        digest=lambda wc: digest(_mplan(wc.mdir).parts[wc.mpart]),
+        text=lambda wc: _mplan(wc.mdir).parts[wc.mpart],
     localrule: True
-    run:
-        write_text_atomic(output[0], _mplan(wildcards.mdir).parts[wildcards.mpart])
+    script:
+        "../scripts/write_text.py"
 
 
 rule multi_resolved_config:
     output:
         "{mdir}/config.yaml",
     params:
-        digest=lambda wc: digest(_mplan(wc.mdir).resolved),
+        text=lambda wc: _mplan(wc.mdir).resolved,
     localrule: True
-    run:
-        write_text_atomic(output[0], _mplan(wildcards.mdir).resolved)
+    script:
+        "../scripts/write_text.py"
 
 
 rule multi_pareto:

@@ -32,20 +32,20 @@ rule pareto_configure:
     output:
         "{pdir}/config/{ppart}.yaml",
     params:
-        digest=lambda wc: digest(_pplan(wc.pdir).parts[wc.ppart]),
+        text=lambda wc: _pplan(wc.pdir).parts[wc.ppart],
     localrule: True
-    run:
-        write_text_atomic(output[0], _pplan(wildcards.pdir).parts[wildcards.ppart])
+    script:
+        "../scripts/write_text.py"
 
 
 rule pareto_resolved_config:
     output:
         "{pdir}/config.yaml",
     params:
-        digest=lambda wc: digest(_pplan(wc.pdir).resolved),
+        text=lambda wc: _pplan(wc.pdir).resolved,
     localrule: True
-    run:
-        write_text_atomic(output[0], _pplan(wildcards.pdir).resolved)
+    script:
+        "../scripts/write_text.py"
 
 
 rule pareto_search:

@@ -50,10 +50,10 @@ rule study_configure:
     output:
         "{sdir}/config/study.yaml",
     params:
-        digest=lambda wc: _splan(wc.sdir).digest,
+        text=lambda wc: _splan(wc.sdir).part,
     localrule: True
-    run:
-        write_text_atomic(output[0], _splan(wildcards.sdir).part)
+    script:
+        "../scripts/write_text.py"
 
 
 rule study_merge:

@@ -33,20 +33,20 @@ rule taskset_configure:
     output:
         "{tdir}/config/taskset.yaml",
     params:
-        digest=lambda wc: digest(_tplan(wc.tdir).part),
+        text=lambda wc: _tplan(wc.tdir).part,
     localrule: True
-    run:
-        write_text_atomic(output[0], _tplan(wildcards.tdir).part)
+    script:
+        "../scripts/write_text.py"
 
 
 rule taskset_resolved_config:
     output:
         "{tdir}/config.yaml",
     params:
-        digest=lambda wc: digest(_tplan(wc.tdir).resolved),
+        text=lambda wc: _tplan(wc.tdir).resolved,
     localrule: True
-    run:
-        write_text_atomic(output[0], _tplan(wildcards.tdir).resolved)
+    script:
+        "../scripts/write_text.py"
 
 
 rule taskset_variants:
