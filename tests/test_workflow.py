@@ -120,6 +120,15 @@ def test_a_dry_run_changes_nothing(finished, tmp_path):
     assert not (fresh / "results").exists()
 
 
+def test_no_rule_runs_python_inside_the_workflow():
+    """Snakemake runs each `run:` job in a new process that parses the whole workflow again (plans every run:
+    about 6 s a job on two cores, 8 jobs a run); rules call `dse` or a script instead."""
+    rules = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]
+    offenders = [f"{p.name}:{i}" for p in rules for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if line.strip() == "run:"]
+    assert not offenders, f"`run:` directives in {offenders}"
+
+
 def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     """The measurement cache is keyed by configuration AND context: after a platform change every phase
     measures again (old rows stay on disk, unused), and the merged file holds only the new context."""
