@@ -804,6 +804,26 @@ def test_threads_rise_to_the_settings_bound_and_no_further(board):
     assert shared.shared_cores == host.shared_cores() == host.mapping_cores() >= 1
 
 
+def test_on_the_hosts_cores_the_cuts_are_measured_with_every_buffer():
+    """Where the PEs are the host's cores (``shared_cores``: host-cpu) a frame in flight costs host memory only and
+    more buffers gained on every answer raced there, so the guided search measures with ``max_buffers``; elsewhere
+    at the maximizer's bound (more buffers can lose on a board)."""
+    from dataclasses import replace
+
+    backend, base = _sim_board("tiny-detector", input_size=64)
+    space = SearchSpace.for_backend(backend.analysis, backend)
+    settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4, max_buffers=24)
+
+    def buffers(space):
+        probe = Probe(Evaluator(backend), "guided")
+        guided_search(space, probe, base, {"pre": 2, "post": 2, "buffers": 4, "streams": 2}, settings,
+                      space.network_facts(), options=settings.options)
+        return {m.config.buffers for m in probe.memo.values()}
+
+    assert buffers(replace(space, shared_cores=2)) == {24}
+    assert 24 not in buffers(space)
+
+
 def test_check_round_takes_the_models_best_then_the_cheapest_within_the_noise_of_it(board):
     """The check measures the model's best unmeasured tuple (the one the check is there to test), then, of the
     tuples it ranks within the noise of that one, those whose engines are built first; outside the noise the

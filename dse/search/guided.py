@@ -9,7 +9,8 @@ model's best of every option. It stops when the model's best candidate has been 
 gain reaches a quarter of one measurement's noise, or when the tuple budget is spent; before it stops, a local round
 measures the neighbours of the best measured tuples (of a far option, one step outwards where its samples rise
 towards an edge). Candidates are ranked by expected gain per board second (engines already built cost nothing) and
-measured at the cut search's parameters, with pre/post threads raised to clear the best FPS in sight. The best
+measured at the cut search's parameters, with pre/post threads raised to clear the best FPS in sight (and every
+buffer where the PEs are the host's cores: ``host_buffers``). The best
 measured tuples within three times the noise of the best (at most four, the best of each option first) are raced on
 fresh re-runs (``guided_repeats`` per batch, more until a 1 % difference is resolved) and ranked on them: the best
 single sample of near-equal tuples is mostly luck. The top two (again the best of each option before a second tuple
@@ -209,7 +210,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     """Model-guided exploration of every option's cut tuples; ``known``: earlier measurements of the run (the
     maximizer's) the model learns from too."""
     probe = as_probe(evaluator, STRATEGY)
-    bounds = check_bounds(bounds)
+    bounds = host_buffers(space, check_bounds(bounds), settings)
     roles = space.stage_roles
     if not roles:
         raise DseError("the guided search needs the stages' PE roles (a SearchSpace built for a platform)")
@@ -320,6 +321,18 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
 NOISE_RUNS = 8                   # fresh re-runs that estimate the noise (guided_noise=auto): +-27 % of it
 NOISE_PRIOR = 0.01               # ... when nothing ran to re-run; also the least noise assumed: an estimate
 NOISE_RANGE = (NOISE_PRIOR, 0.2)  # from 8 runs below it is as likely luck as a quiet board
+
+
+def host_buffers(space: SearchSpace, bounds: dict[str, int], settings: SearchSettings) -> dict[str, int]:
+    """``bounds`` with every buffer the settings allow where the PEs are the host's cores (``shared_cores``:
+    host-cpu): there a frame in flight costs host memory only, and on the 2-core VM 32 buffers beat 4-6 on every
+    answer raced (1.5-4.6 %, 30 paired rounds each; E answers with 32 buffers judged 1.013 of the exhaustive
+    reference, with 3-7 buffers 0.967: BENCHMARKS 8.46). Measuring the cuts there at the answer's buffers spares the
+    buffer race after the fine-tuner, which the re-run budget mostly refused. Elsewhere more buffers can lose
+    (``pipeline._more_buffers``), and the maximizer's bound stands."""
+    if not space.shared_cores:
+        return bounds
+    return {**bounds, "buffers": max(bounds["buffers"], settings.max_buffers)}
 
 
 def estimate_noise(probe: Probe, known: Sequence[Measurement]) -> tuple[float, list[float]]:

@@ -211,7 +211,8 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
     does gain. Where the PEs are the host's cores (``shared_cores``: host-cpu) every run keeps the CPU busy, and
     there buffers do gain: on the 2-core VM, 32 buffers over 4-6 gained 1.5-4.6 % on three answers, judged on 30
-    paired rounds (BENCHMARKS 8.46)."""
+    paired rounds (BENCHMARKS 8.46); the guided search measures its cuts there with every buffer already
+    (``guided.host_buffers``), the thesis' search at the maximizer's bound."""
     c, m = best.config, best.measurement
     if not m.ok or _host_bound(m, shared_cores) or c.buffers >= cap:
         return best
