@@ -15,7 +15,8 @@ reference's configuration and the reference's best of each mapping option are re
 answer's quality is its paired ratio to the reference's configuration. On a noisy host this tells whether the draws'
 answers reach the best mapping, not only whether they beat the other method's answer of the same draw.
 ``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-s6*.json --reference --methods guided
---rounds 30 --tag host-cpu-pool``.
+--rounds 30 --tag host-cpu-pool``. ``--reference-root ROOT`` takes the reference stored under ROOT instead (one
+computed with ``bench.reference --root ROOT``, e.g. with other ``--bounds``).
 """
 from __future__ import annotations
 
@@ -111,7 +112,12 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", action="store_true",
                     help="judge every answer of the stored files against the stored exhaustive reference")
     ap.add_argument("--methods", nargs="+", default=None, help="with --reference: only these methods' answers")
+    ap.add_argument("--reference-root", type=Path, default=None, metavar="ROOT",
+                    help="with --reference: the reference stored under ROOT (bench.reference --root) instead of "
+                         "bench/results/reference")
     args = ap.parse_args(argv)
+    if args.reference_root is not None and not args.reference:
+        ap.error("--reference-root names the reference of --reference; give both")
     if args.rounds < 2:
         ap.error(f"--rounds {args.rounds}: a paired standard error needs at least 2")
     if args.reference:
@@ -136,7 +142,7 @@ def main(argv=None) -> int:
 
 
 def _main_pool(ap: argparse.ArgumentParser, args) -> int:
-    from bench.reference import load_reference
+    from bench.reference import ROOT, load_reference
 
     rows, files = [], []
     for path in args.stored:
@@ -151,10 +157,11 @@ def _main_pool(ap: argparse.ArgumentParser, args) -> int:
         ap.error(f"--reference pools the answers of one board setup; the rows hold {len(setups)}: "
                  + "; ".join(f"{n} {p} on {pl} {list(o)} noise seed {s}" for n, p, pl, o, s in sorted(setups)))
     row = rows[0]
-    ref = load_reference(row["network"], row["precision"], row["platform"], overrides=row["overrides"])
+    root = args.reference_root or ROOT
+    ref = load_reference(row["network"], row["precision"], row["platform"], overrides=row["overrides"], root=root)
     if ref is None:
         ap.error(f"no fresh reference for {row['network']} {row['precision']} on {row['platform']} "
-                 f"{row['overrides']}: run python -m bench.reference first")
+                 f"{row['overrides']} under {root}: run python -m bench.reference first")
     result = judge_pool(rows, files, args.methods, args.rounds, ref)
     out = RESULTS / f"guided_rejudge-{args.tag or 'pool'}.json"
     write_result(out, {"benchmark": "guided_rejudge_pool", **result})

@@ -194,3 +194,27 @@ def test_pooled_judge_measures_each_distinct_answer_against_the_reference(ref, t
     with pytest.raises(SystemExit):
         guided_rejudge.main([*map(str, files)])
     assert "re-judging row by row takes one" in capsys.readouterr().err
+
+
+def test_pooled_judge_reads_a_reference_stored_under_another_root(ref, tmp_path, monkeypatch, capsys):
+    """``--reference-root``: the judge takes the reference stored there (``bench.reference --root``, e.g. one swept
+    with other bounds) and not the benches' own; a root without one is named in the refusal."""
+    from bench import guided_rejudge
+
+    setup = {"network": NET, "precision": PREC, "platform": reference.PLATFORM, "overrides": list(FAST)}
+    stored = tmp_path / "guided_quality-x.json"
+    stored.write_text(json.dumps({"rows": [{**setup, "methods": {"guided": {"config": ref["reference"]["config"]}}}]}))
+    monkeypatch.setattr(guided_rejudge, "RESULTS", tmp_path)
+    empty = tmp_path / "empty"
+    with pytest.raises(SystemExit):
+        guided_rejudge.main([str(stored), "--reference", "--reference-root", str(empty)])
+    assert f"under {empty}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        guided_rejudge.main([str(stored), "--reference-root", str(empty)])
+    assert "give both" in capsys.readouterr().err
+    write_result(reference.path_for(NET, PREC, reference.PLATFORM, root=tmp_path / "other"), ref)
+    assert guided_rejudge.main([str(stored), "--reference", "--reference-root", str(tmp_path / "other"),
+                                "--rounds", "2", "--tag", "other"]) == 0
+    out = json.loads((tmp_path / "guided_rejudge-other.json").read_text())
+    assert out["reference_stored_mean"] == ref["reference"]["mean"]
+    assert out["answers"][0]["answered_by"] == ["reference", "x guided"]
