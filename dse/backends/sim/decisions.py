@@ -306,7 +306,7 @@ def ranking_anchors(decisions: list[Decision]) -> list[Anchor]:
             r = board[1] / board[2]
             out.append(Anchor("JEDI README choice", f"{d.label}: GPU only / best GPU + DLA", r, d.gpu_only_ratio,
                               r * (1 - README_RATIO_TOL), r * (1 + README_RATIO_TOL), kind="ranking"))
-        searches = TABLE_3_7_FPS.get(d.network) if d.precision == "int8" else None
+        searches = _board_searches(d)
         if searches is not None:
             out.append(rel("Table 3.7 best", f"{d.label}: best option FPS against the board's best search",
                            max(searches), d.tuned[d.best], BOARD_BEST_TOL, f"virtual board: {d.best}"))
@@ -375,8 +375,13 @@ def board_best_table(decisions: list[Decision]) -> str:
     board's searches did not find (or that the board does not have)."""
     lines = ["| network | virtual board: best option, FPS | board: comprehensive GA, fine-tuning GA, proposed | "
              "virtual / board's best |", "| --- | --- | --- | ---: |"]
-    rows = [(d, TABLE_3_7_FPS[d.network]) for d in decisions if d.precision == "int8" and d.network in TABLE_3_7_FPS]
+    rows = [(d, _board_searches(d)) for d in decisions if _board_searches(d) is not None]
     for d, searches in rows:
         lines.append(f"| {d.network} | {d.best} {d.tuned[d.best]:.1f} | {', '.join(map(str, searches))} | "
                      f"{d.tuned[d.best] / max(searches):.2f} |")
     return "\n".join(lines) if rows else ""
+
+
+def _board_searches(d: Decision) -> tuple[int, ...] | None:
+    """The FPS of the board's three searches for ``d``'s row (Table 3.7: INT8 rows of four networks), else None."""
+    return TABLE_3_7_FPS.get(d.network) if d.precision == "int8" else None
