@@ -284,8 +284,8 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
     polished in a drained window (they took many buffers): on Yolov4-tiny FP16 B, whose two GPU stages drain unlike
     the steady state, reads over 2 % high, and the full window (the shipped profiles') is nearer the board's
     whole-sample FPS than the drained one. On Yolov4-tiny INT8 the options with one GPU stage are host-bound (the
-    stage threads' CPU work, session 50): they run at the pre-processing's pace, which no window end changes; B's two
-    GPU stages bound it since the INT8 tile width (session 51) and drain as in FP16. Each row's best option and
+    stage threads' CPU work): they run at the pre-processing's pace, which no window end changes; B's two
+    GPU stages bound it at the INT8 tile width of 128 and drain as in FP16. Each row's best option and
     Table 3.5's gap follow from the FPS it records."""
     from bench import sim_window
 

@@ -339,12 +339,12 @@ class _Host:
 
 
 def test_a_race_compares_configurations_within_rounds():
-    """A host whose speed jumps +-25 % between rounds (session 58's VM: all configurations about 25 % faster in one
-    round) and whose runs differ by 0.5 % within a round: a configuration 5 % ahead is settled after one batch
-    although one run's noise (10 %) would keep an unpaired race going to its cap; the same jumps, but each
-    configuration's own, do keep it going. Where little noise is left within the rounds, how many batches two tied
-    configurations get follows from the noise assumed for one run alone, and ranks follow the within-round
-    comparison, not the raw means (a configuration that sat out a slow batch is not ahead for it)."""
+    """A host whose speed jumps +-25 % between rounds (as one shared with other tenants did: all configurations
+    about 25 % faster in one round) and whose runs differ by 0.5 % within a round: a configuration 5 % ahead is
+    settled after one batch although one run's noise (10 %) would keep an unpaired race going to its cap; the same
+    jumps, but each configuration's own, do keep it going. Where little noise is left within the rounds, how many
+    batches two tied configurations get follows from the noise assumed for one run alone, and ranks follow the
+    within-round comparison, not the raw means (a configuration that sat out a slow batch is not ahead for it)."""
     from dse.search.race import RACE_ROUNDS, race
 
     a, b, c = (Configuration("n", "host-cpu", buffers=k) for k in (1, 2, 3))

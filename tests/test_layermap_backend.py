@@ -1,5 +1,5 @@
 """Per-layer mapping configurations (option LM:..., mapping in extra) through the backends, the Evaluator's cache
-and the Parquet store (issue 15 items 2 and 6): real ORT runs of tiny networks on this host's core groups, and
+and the Parquet store: real ORT runs of tiny networks on this host's core groups, and
 virtual-board measurements from the sim profile, analytic model and task-graph DES."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003's task-set scheduling (issue 18): Table 4 as data, the unit models against brute force, the exact
+"""Seed 003's task-set scheduling: Table 4 as data, the unit models against brute force, the exact
 shortcuts (bound, greedy) against the ILP, the generator's contract, the campaign's nesting, and the `taskset`
 target and CLI for real (Snakemake, HiGHS, Parquet)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `layermap` target for real (issue 15 item 7): squeezenet on galaxy-s9-sim with a small GA budget and ILP time
+"""The `layermap` target for real: squeezenet on galaxy-s9-sim with a small GA budget and ILP time
 limit (outputs, GA vs ILP, monotone caps, Parquet rows, measurements), a rerun that does nothing, a changed ILP
 setting that reruns only the ILP solves and the merge, host-cpu with real ORT profiling and measurements at a tiny
 input size, and bad settings refused by name before any job runs."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 # GHz in the table -> the L4T level it rounds (external tables, config/platform/tx2-sim.yaml)
 CPU_LEVEL = {2.00: 2035.2, 1.27: 1267.2, 0.35: 345.6}
 GPU_LEVEL = {1.30: 1300.5, 0.73: 726.75, 0.11: 114.75}
-THROUGHPUT_TOL, ENERGY_TOL = 0.10, 0.15       # issue 17's tolerances (the paper's own errors: < 6 % and < 9 %)
+THROUGHPUT_TOL, ENERGY_TOL = 0.10, 0.15       # the accepted errors, above the paper's own (< 6 % and < 9 %)
 GROUP = "001 Table 2"
 # The board-model values fitted to Table 2: name -> (profile paths that share the value, absolute bounds of
 # bench.tx2_calibration's least squares). ``dse calibrate --platform tx2-sim --fit`` moves each name's paths together.

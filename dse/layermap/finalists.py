@@ -1,7 +1,7 @@
 """Choosing among the GA's finalists by measuring them.
 
 The analytic period of 002/004 ranks mappings, but on a real host two mappings it plans equal can run 25 %
-apart (MobileNet v1 on this VM's two cores: 8.97 and 8.98 ms planned, 12.3 and 10.2 ms measured, the slower one
+apart (MobileNet v1 on two cores of a shared host: 8.97 and 8.98 ms planned, 12.3 and 10.2 ms measured, the slower one
 scattering mid-network layers over both cores). So, as the pipeline DSE's fine-tuner does, the distinct
 finalists whose planned period is within ``within`` of the best are measured and the fastest measured wins.
 """

@@ -277,8 +277,8 @@ class ProfileTable:
 
         ``fastest``: the share of the measured runs kept, the fastest by whole-run time (``method="task"``: by
         the task's time), before the median. 1 keeps all. Below 1, the profile describes the host's fast
-        state, for hosts that alternate between speeds (a shared VM); compare it with a run's fast state too
-        (``RunResult.period_ms_p10``).
+        state, for hosts that alternate between speeds (one shared with other tenants); compare it with a run's fast
+        state too (``RunResult.period_ms_p10``).
 
         ``model``: the NetworkAnalysis the graph was built from, or its sanitized ModelProto.
         """

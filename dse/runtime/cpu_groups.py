@@ -4,8 +4,8 @@ machine offers. ``dse.platform`` turns them into the PEs and mapping options of 
 A configuration splits the usable cores into groups of non-increasing size, e.g. 4 cores -> (4), (3,1),
 (2,2), (2,1,1), (1,1,1,1). Each is a mapping option named by its groups ("3-1", "2-1-1", ...): stage i runs on
 group i, cores taken in order. The one group of all cores is option ``E``, the whole network on it; it has no
-second name ("4"), which a search would measure and tune as a mapping of its own (session 53: on the 2-core host,
-"2" took 6 of the guided search's 52 measurements).
+second name ("4"), which a search would measure and tune as a mapping of its own (with one, a guided search on a
+2-core host spent 6 of its 52 measurements on "2").
 """
 from __future__ import annotations
 

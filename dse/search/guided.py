@@ -325,7 +325,7 @@ NOISE_RANGE = (NOISE_PRIOR, 0.2)  # from 8 runs below it is as likely luck as a 
 
 def host_buffers(space: SearchSpace, bounds: dict[str, int], settings: SearchSettings) -> dict[str, int]:
     """``bounds`` with every buffer the settings allow where the PEs are the host's cores (``shared_cores``:
-    host-cpu): there a frame in flight costs host memory only, and on the 2-core VM 32 buffers beat 4-6 on every
+    host-cpu): there a frame in flight costs host memory only, and on host-cpu 32 buffers beat 4-6 on every
     answer raced (1.5-4.6 %, 30 paired rounds each; E answers with 32 buffers judged 1.013 of the exhaustive
     reference, with 3-7 buffers 0.967: BENCHMARKS 8.46). Measuring the cuts there at the answer's buffers spares the
     buffer race after the fine-tuner, which the re-run budget mostly refused. Elsewhere more buffers can lose

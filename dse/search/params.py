@@ -52,8 +52,8 @@ def full_stream_config(space, base: Configuration, option: str, cuts: Sequence[i
     scaled by the stage's share of the resources the maximizer ran on: what the guided search explores, the
     exhaustive reference sweeps and the decisions' cut grid measures. A Jetson's GPU stages all run on the whole
     GPU (no change); a host-cpu stage on one of two cores gets half the streams the maximizer found on both
-    (session 54, yolov4-tiny@160 on the 2-core VM: 1-1 (25) at streams (2, 2) 107.5 FPS, at (1, 1) 112.6, eight
-    round-robin re-runs each; the guided search measured every 1-1 tuple at (2, 2) and answered E)."""
+    (yolov4-tiny@160 on a 2-core host, eight round-robin re-runs each: 1-1 (25) at streams (2, 2) 107.5 FPS, at
+    (1, 1) 112.6)."""
     streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
                            main_pe=space.main_pe, share_main=False)
     return search_config(base, option, cuts, _scaled_to_resources(space, option, streams), bounds,

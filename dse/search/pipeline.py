@@ -204,13 +204,13 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
     (Yolov4-csp INT8 PND-B (45,162), streams 3,4,3, on the Xavier, noise-free: 4 buffers 243.1 FPS, 32 buffers
     249.2). More buffers can also lose (Yolov4 INT8 PND-B (54,179), streams 3,4,3: 6 buffers 224.3, 32 buffers
-    221.3), which the race catches. In the drained window of the virtual boards before session 43 part of such
-    gains was the drain, which more buffers lengthen; in the window that ends full PND-B INT8 answers at 1 % noise
-    still keep 0.7-1.3 % by them (session 42). Only where the accelerators bound the answer:
+    221.3), which the race catches. In a drained measurement window part of such gains is the drain, which more
+    buffers lengthen; in the window that ends full (the virtual boards' default) PND-B INT8 answers at 1 % noise
+    still gain 0.7-1.3 % by them. Only where the accelerators bound the answer:
     one that runs the CPU busy gained nothing from them (Yolov2-tiny INT8 E, 7 pre threads: 881.5 FPS with 10,
     883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
     does gain. Where the PEs are the host's cores (``shared_cores``: host-cpu) every run keeps the CPU busy, and
-    there buffers do gain: on the 2-core VM, 32 buffers over 4-6 gained 1.5-4.6 % on three answers, judged on 30
+    there buffers do gain: on host-cpu, 32 buffers over 4-6 gained 1.5-4.6 % on three answers, judged on 30
     paired rounds (BENCHMARKS 8.46); the guided search measures its cuts there with every buffer already
     (``guided.host_buffers``), the thesis' search at the maximizer's bound."""
     c, m = best.config, best.measurement
@@ -264,7 +264,7 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     """``best`` or ``variant`` of it: the variant is raced against the answer (``dse.search.race``) on re-runs fresh
     for both, and answered where its mean is higher than the answer's, or as high where it uses ``fewer``
     resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin on the
-    variant: at 3 % noise the two kept Yolov4 INT8 PND-B's 32 buffers out where they were 2 % faster (session 41).
+    variant: at 3 % noise either keeps Yolov4 INT8 PND-B's 32 buffers out where they are 2 % faster.
     The variant gets no search sample of its own (a board run the race does not use): its first race run is its
     measurement where it wins. Either way the variant's record joins ``confirmed`` and the answer's record takes
     its new re-runs, the answer's first."""

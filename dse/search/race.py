@@ -4,7 +4,7 @@ The guided search answers the best of its fine-tuner's starts and tuned configur
 ``guided_repeats`` (3) of them each. At 3 % noise per run, three re-runs put the standard error of the difference
 of two means at 2.4 %, so the pick among configurations 1-4 % apart is often wrong: in 8 of 36 guided searches on
 the virtual Xavier at 3 % noise, a configuration the final ranking re-ran was at least 1 % faster (true FPS) than
-the answer (session 40). The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
+the answer. The ranking therefore runs as a race: after each batch of ``repeats`` re-runs, two
 configurations whose means lie within ``RACE_Z`` standard errors of their difference, and whose order changes what
 the means decide (the leader; for the guided search's contenders, its two finalists), get another batch; a pair
 further apart, or one whose order changes nothing (two near-equal tuples that both go on), is settled. It stops
@@ -15,10 +15,10 @@ on a host's CPU cores a re-run costs what a measurement does, on a Jetson a frac
 
 A batch runs round-robin, one run of each configuration in a round before the next round, and the race compares
 configurations within rounds: log FPS = configuration + round + noise (a two-way model, fitted by least squares),
-so what a round's runs share cancels. On a real host much of the noise can be shared: on the 2-core VM of session
-58 all four configurations of a round ran about 25 % faster together, and two configurations' difference within a
-round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 % (in another stretch on that host, session 59, none
-was shared). The noise left within rounds is estimated from the model's residuals; the race takes its upper
+so what a round's runs share cancels. On a real host much of the noise can be shared: on a host shared with other
+tenants, all four configurations of a round ran about 25 % faster together, and two configurations' difference
+within a round spread 4.5-10.8 % where two runs apart spread 13.8-16.5 % (in another stretch on that host none was
+shared). The noise left within rounds is estimated from the model's residuals; the race takes its upper
 ``PAIRED_CONFIDENCE`` bound where that is below the noise assumed for one run (which bounds it: a run's noise is the
 shared part and this one). On a virtual board each run's noise is its own, the two agree and the race runs as it
 would on unpaired means. The means ranked on are the model's: in a race where every configuration ran every round,
@@ -127,9 +127,9 @@ def _batch(probe: Probe, configs: Sequence[Configuration], so_far: _Runs, which:
            repeats: int, first: int) -> None:
     """``repeats`` more rounds of re-runs of the configurations in ``which`` (into ``so_far``): one run of each
     before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
-    Jetson warming up) falls on all of them alike instead of on whichever ran last (session 53: on the 2-core VM one
-    configuration ran 81-109 FPS within a race), and the race compares them within rounds. Each configuration's
-    repeat indices stay consecutive from ``first``, even after a batch it sat out."""
+    Jetson warming up) falls on all of them alike instead of on whichever ran last (on a host shared with other
+    tenants one configuration ran 81-109 FPS within a race), and the race compares them within rounds. Each
+    configuration's repeat indices stay consecutive from ``first``, even after a batch it sat out."""
     for _ in range(repeats):
         for i in which:
             k = first + len(so_far.runs[i])

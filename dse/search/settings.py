@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from dse.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
-# model-guided (dse.search.guided; the default since it beat the thesis' search on BENCHMARKS.md 8: more answers
+# model-guided (dse.search.guided; the default: it beats the thesis' search on BENCHMARKS.md 8: more answers
 # within 1 % of the exhaustive reference at a third of the board hours) | the thesis' search (Sec. 3.5)
 STRATEGIES = ("guided", "proposed")
 # the largest value of every count a user may set (the platform's limits bound the configurations further)

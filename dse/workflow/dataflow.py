@@ -1,4 +1,4 @@
-"""Target `dataflow`: DNNs inside dataflow applications, co-mapped under group deadlines (thesis Ch. 5; issue 21).
+"""Target `dataflow`: DNNs inside dataflow applications, co-mapped under group deadlines (thesis Ch. 5).
 
 Jobs (``workflow/rules/dataflow.smk``), all under ``results/dataflow/<case>/<platform>/``: ``pareto`` (step 1 with
 the Ch. 5 objectives, one job per network, the same job as target ``multi``: ``pareto/<net>.parquet`` +

@@ -1,4 +1,4 @@
-"""Target `layermap`: per-layer mapping of the run's network onto the platform's PEs (seeds 002/004, issue 15 item 7).
+"""Target `layermap`: per-layer mapping of the run's network onto the platform's PEs (seeds 002/004).
 
 Jobs (``workflow/rules/layermap.smk``): ``profile`` (task graph + per-PE-kind profile table -> ``profile.parquet``:
 the sim cost models on the virtual boards, real ORT per-task runs on host-cpu), one ``solve`` per CPU

@@ -1,4 +1,4 @@
-"""Target `multi`: several networks on one board under deadlines with DVFS (thesis Ch. 4; issue 16).
+"""Target `multi`: several networks on one board under deadlines with DVFS (thesis Ch. 4).
 
 Jobs (``workflow/rules/multi.smk``), all under ``results/multi/<case>/<platform>/``:
 ``pareto`` (step 1, one job per network: ``pareto/<net>.parquet`` + ``tasks/<net>.parquet``) -> ``powerfit``

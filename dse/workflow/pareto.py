@@ -1,4 +1,4 @@
-"""Target `pareto`: seed 001's energy/frequency Pareto search for one network on a clocked board (issue 17 item 4).
+"""Target `pareto`: seed 001's energy/frequency Pareto search for one network on a clocked board.
 
 One job per (platform, benchmark) directory ``results/pareto/<platform>/<benchmark>/``: NSGA-II on the model
 (``dse.dvfs``), the TensorRT baseline over every host-CPU x GPU clock pair, both re-measured on the board with

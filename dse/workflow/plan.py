@@ -58,11 +58,11 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     search, energy = EnergySettings.split(search)   # the clock phase's keys: a part of their own
     energy.check(loaded)
     # a stage gets no more streams than the platform runs (host-cpu: 4): the default, 8, is a Jetson's, and a
-    # maximizer or fine-tuner asking for more is only refused (on the 2-core host, 5 of 52 configurations)
+    # maximizer or fine-tuner asking for more is only refused (a guided search on host-cpu: 5 of its 52)
     settings = SearchSettings.from_dict(search)
     settings = settings.with_(max_streams=min(settings.max_streams, loaded.limits.max_streams_per_stage))
     # where the PEs are the host's cores (host-cpu), a pre or post thread past one per core only time-slices with
-    # the inference it feeds (2-core VM, E at 4 streams, 8 round-robin runs each: 1/1 threads 80.4 FPS, 2/2 80.9,
+    # the inference it feeds (2-core host, E at 4 streams, 8 round-robin runs each: 1/1 threads 80.4 FPS, 2/2 80.9,
     # 4/4 80.8, 8/8 81.1, 5-11 % noise), and each maximizer or fine-tuner step past the cores costs a measurement
     if cores := loaded.shared_cores():
         settings = settings.with_(max_pre=min(settings.max_pre, cores), max_post=min(settings.max_post, cores))

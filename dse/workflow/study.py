@@ -1,5 +1,5 @@
 """Target `study`: one ordinary exploration per grid point of a ``study`` config, merged into
-``results/studies/<name>/study.parquet`` + ``study.md`` + plots (issue 20).
+``results/studies/<name>/study.parquet`` + ``study.md`` + plots.
 
 Each point is planned exactly like ``snakemake`` plans one benchmark (``dse.workflow.plan.plan_run``) under
 ``results/studies/<name>/s<seed>/``, so its jobs are the pipeline's own rules: Snakemake runs only the points

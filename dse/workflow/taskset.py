@@ -1,4 +1,4 @@
-"""Target `taskset`: the schedulability campaign of seed 003 (issue 18), one job per scenario, then a report.
+"""Target `taskset`: the schedulability campaign of seed 003, one job per scenario, then a report.
 
 Files under ``results/taskset/<table>/<units>/``: ``config/taskset.yaml`` (what the jobs read: the variant table,
 the campaign settings, the seed), ``campaign/<scenario>.parquet`` (one row per threshold x set x configuration)

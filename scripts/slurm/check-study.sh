@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real SLURM check (issue 20), never a mock: a one-machine cluster from Debian's packages (cluster.sh), the
+# The real SLURM check, never a mock: a one-machine cluster from Debian's packages (cluster.sh), the
 # `tiny` study through snakemake-executor-plugin-slurm (profiles/slurm: one group job per exploration half), then:
 # every non-local job ran in a SLURM job that COMPLETED (sacct) and the merged study equals a local run of the same
 # study; then one point through the farm profile (every measuring job its own SLURM job holding the GRES board),
