@@ -8,7 +8,7 @@ configuration re-measured 5 times with fresh noise; the virtual board's choice i
 Table 3.5's option in >= 12 of 18 rows and within 3 % where it differs.
 
 Run: ``python -m bench.calibration_decisions [--platform xavier-agx-sim] [--networks ...] [--precisions ...]
-[--overrides ...]`` (90-105 min per precision on the 2-core VM, session 48: run the two precisions as parts);
+[--overrides ...]`` (90-105 min per precision on 2 cores: run the two precisions as parts);
 writes bench/results/calibration_decisions.json and prints the Markdown table. Parts run apart (``--networks ...
 --output part.json``, one process each) are joined with ``--merge part1.json part2.json ...``.
 """

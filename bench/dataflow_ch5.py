@@ -1,5 +1,5 @@
 """Thesis Ch. 5 on the virtual Xavier: the motivational example and the random-graph cases, three co-mapping
-methods x deadlines x GA seeds, against the thesis' published shapes (issue 21; Fig. 5.6-5.9 numbers are lost).
+methods x deadlines x GA seeds, against the thesis' published shapes (Fig. 5.6-5.9's numbers are lost).
 
 It runs the `dataflow` target's own job functions (``dse.workflow.dataflow``: pareto -> comap -> deploy -> report)
 into ``--results`` (reusing finished files there; comap jobs two at a time), then checks:
@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from bench.machine import worker_pool
+from bench.machine import worker_pool, write_result
 
 OUT = Path(__file__).resolve().parent / "results" / "dataflow_ch5.json"
 HOPES_MS = {"yolov2-tiny": 1.297, "yolov3-tiny": 1.234, "yolov4": 7.561, "yolov4-csp": 6.971}   # spec 3.4
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--output", default=str(OUT))
     args = ap.parse_args(argv)
     out = Path(args.output)
-    report = json.loads(out.read_text()) if out.exists() else {"cases": {}}   # cases not rerun are kept
+    report = {"cases": json.loads(out.read_text())["cases"] if out.exists() else {}}   # cases not rerun are kept
     for case in args.cases:
         t0 = time.perf_counter()
         ddir = run_case(case, args.results)
@@ -156,8 +156,7 @@ def main(argv=None) -> int:
         print("pareto sizes:", sizes)
         if "hopes" in entry:
             print(pd.DataFrame(entry["hopes"]).to_markdown(index=False))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str))
+    write_result(out, {"benchmark": "dataflow_ch5", **report})
     return 0
 
 

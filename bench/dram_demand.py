@@ -1,4 +1,4 @@
-"""Could shared-DRAM contention make the board prefer PND-A where the virtual board prefers PND-B? (issue 22)
+"""Could shared-DRAM contention make the board prefer PND-A where the virtual board prefers PND-B?
 
 For every Table 3.5 row whose decisions bench (``bench/results/calibration_decisions.json``) polished both PND-A and
 PND-B, the noise-free FPS of each and the DRAM bytes a frame moves on the GPU and on the DLAs (the cost model's

@@ -1,4 +1,4 @@
-"""Energy as an objective of the pipeline DSE on the virtual Xavier (issue: power modes and clocks).
+"""Energy as an objective of the pipeline DSE on the virtual Xavier: power modes and clocks.
 
 1. Target: yolov4 INT8, ``search.objective=energy search.min_fps=150 search.pareto=true``: the answer must use
    <= 70 % of the energy per frame of the FPS-optimal configuration at MAXN (the thesis reports about -55 % against
@@ -9,8 +9,10 @@
 3. Table 3.8 energies (J per 5,000 images, MAXN) at 512x512 and 608x608: Base(G) and the re-explored
    configuration of each network (the calibration's candidates), within 25 %, and the shape "re-explored uses less
    energy than Base(G)" in every row.
-4. The thesis' own reference for its "up to -55 % energy" (Ch. 3): the answer against Base(G) (GPU only, one
-   thread each, the same input), re-measured the same way.
+4. The thesis' "up to -55 % energy" (Sec. 3.6.4.1, Figs. 3.9(b)/3.10(b)) is the FPS-optimal configuration at MAXN
+   without clock tuning against Base(G) (GPU only, one thread each, the same input): like for like, that is the
+   FPS-optimal reference against Base(G), re-measured the same way. The clocked answer against Base(G) is
+   reported beside it as ours alone (the thesis tuned no clocks there).
 5. Ch. 4's frequency tables as anchors (Table 4.9(b), l. 1474-1485), read from the clock phase's points per mapping
    at MAXN: for each FPS floor (the Pareto mode's 90-40 % of the mapping's top FPS, and min_fps) the least-energy
    point that reaches it, its three best candidates re-measured 5 times (one sample's noise would pick clocks by
@@ -79,6 +81,7 @@ def target(min_fps: float) -> dict:
                                      if grid["best"] else None),
             "base_g": {"fps": float(np.mean([m.fps for m in base])), "energy_j_per_frame": base_j},
             "energy_vs_base_g": out["chosen"]["energy_j_per_frame"] / base_j,
+            "fps_optimal_energy_vs_base_g": out["reference"]["energy_j_per_frame"] / base_j,
             "frequency_tables": tables}
 
 
@@ -187,7 +190,8 @@ def main(argv=None) -> int:
           f"{g['best']['energy_j_per_frame']:.4f} J/frame at {g['best']['fps']:.1f} FPS (GPU {g['best']['gpu_mhz']} / "
           f"DLA {g['best']['dla_mhz']} / CPU {g['best']['cpu_mhz']}); greedy / exhaustive {t['greedy_vs_exhaustive']:.3f}")
     print(f"answer vs Base(G) ({t['base_g']['fps']:.1f} FPS, {t['base_g']['energy_j_per_frame']:.4f} J/frame): "
-          f"{t['energy_vs_base_g']:.3f} (the thesis: up to -55 % energy against Base(G))")
+          f"FPS-optimal at MAXN {t['fps_optimal_energy_vs_base_g']:.3f} (like for like with the thesis' up to -55 %, "
+          f"no clock tuning); the clocked answer {t['energy_vs_base_g']:.3f} (ours alone)")
     for ft in t["frequency_tables"]:
         print(f"frequency table {ft['option']} {ft['cuts']}: " + "; ".join(
             f"{r['floor_fps']:g} FPS: GPU {r['gpu_mhz']:g} CPU {r['cpu_mhz']:g} DLA {r['dla_mhz']:g}" for r in ft["rows"])

@@ -1,4 +1,4 @@
-"""Where the guided search's answer loses to the board's best: its cuts or its parameters (issue 14).
+"""Where the guided search's answer loses to the board's best: its cuts or its parameters.
 
 ``bench.guided_quality`` compares answers with references that went through the same fine-tuner (the exhaustive
 reference is "every tuple, best fine-tuned") or with the best of the compared methods, all re-measured with
@@ -14,7 +14,7 @@ configurations, the rest by the exploration.
 
 Run: ``python -m bench.guided_gap [--networks ...] [--precisions ...] [--noise-seeds S ...] [--answer-only]
 [OVERRIDES ...]`` (e.g. ``platform.noise.sigma=0.03``); writes bench/results/guided_gap[-<tag>].json (or
-``--output``) after every row and prints a summary. About 10 s per search and 10-60 s per polish on the 2-core VM
+``--output``) after every row and prints a summary. About 10 s per search and 10-60 s per polish on 2 cores
 (DenseNet-Yolo's cut polish several minutes). ``--compare BEFORE.json AFTER.json`` pairs two such runs of the same
 rows and draws (a setting changed; the same noise draws, so the difference is the setting's).
 """

@@ -1,4 +1,4 @@
-"""Guided exploration against the thesis' search, plain Optuna TPE and random search (issue 14).
+"""Guided exploration against the thesis' search, plain Optuna TPE and random search.
 
 For every network x precision on a virtual board: the guided search (``search.strategy=guided``) and the
 default search, each end to end (maximizer, exploration, fine-tuner) with its own evaluator; then random
@@ -271,6 +271,25 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def summary(results: dict[str, dict]) -> str:
+    """One line per stored bench (tag) and method: runs at quality >= 0.99 (re-measured and true, noise-free FPS),
+    median and least quality, median tuples, measurements and board hours, over its network x precision rows."""
+    lines = ["| bench | method | quality >= 0.99 (true FPS) | median / least quality | median tuples | "
+             "median measured | median board h |", "|---|---|---|---|---|---|---|"]
+    for tag, result in results.items():
+        rows = result["rows"]
+        for m in [m for m in METHODS if all(m in r["methods"] for r in rows)]:
+            x = [r["methods"][m] for r in rows]
+            q = [v["quality"] for v in x]
+            true = sum((v.get("true_quality") or 0) >= TARGET_QUALITY for v in x)
+            lines.append(f"| {tag} | {m} | {sum(v >= TARGET_QUALITY for v in q)}/{len(q)} ({true}/{len(q)}) | "
+                         f"{statistics.median(q):.3f} / {min(q):.3f} | "
+                         f"{statistics.median(v['unique_tuples'] for v in x):g} | "
+                         f"{statistics.median(v['measured'] for v in x):g} | "
+                         f"{statistics.median(v['board_hours'] for v in x):.2f} |")
+    return "\n".join(lines)
+
+
 def spread(rows: list[dict]) -> str:
     """Per network x precision and method, over the noise realizations: quality (min / median / max and how
     many reach the target), unique tuples and board hours (median and max)."""
@@ -305,6 +324,8 @@ def main(argv=None) -> int:
                     help="a subset (e.g. guided default where a board's time is short; random and optuna-tpe need "
                          "guided)")
     ap.add_argument("--markdown", action="store_true", help="print the table from the result file, measure nothing")
+    ap.add_argument("--summary", nargs="+", metavar="TAG",
+                    help="print one summary table of the stored results of these tags, measure nothing")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. platform.noise.sigma=0.03")
     args = ap.parse_args(argv)
     if {"random", "optuna-tpe"} & set(args.methods) and "guided" not in args.methods:
@@ -313,6 +334,9 @@ def main(argv=None) -> int:
     tag = args.tag or ("noise-seeds" if args.noise_seeds else "")   # never over the one-draw table
     suffix = f"-{tag}" if tag else ""
     out = RESULTS / f"guided_quality{suffix}.json"
+    if args.summary:
+        print(summary({t: json.loads((RESULTS / f"guided_quality-{t}.json").read_text()) for t in args.summary}))
+        return 0
     if args.markdown:
         rows = json.loads(out.read_text())["rows"]
         print(spread(rows) if any(r.get("noise_seed") is not None for r in rows) else markdown(rows))

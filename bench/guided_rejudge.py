@@ -6,15 +6,16 @@ rounds as it takes (repeat r of every answer before repeat r + 1 of any), with f
 Per row and method: the runs, their mean, quality = mean / the best mean, and the paired quality (run-by-run
 ratios to the best answer's run of the same round, +- standard error), next to the stored ones.
 
-Run: ``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-s62f.json [--rounds 40] [--tag T]``;
-writes bench/results/guided_rejudge-<tag>.json (the tag defaults to the stored file's).
+Run: ``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-1.json [--rounds 40] [--tag T]``;
+writes bench/results/guided_rejudge-<tag>.json (the tag defaults to the stored file's); ``--markdown --tag T``
+prints a stored pooled judge's table, measuring nothing.
 
 ``--reference`` judges instead every answer of several stored files (one network, precision, platform and overrides,
 e.g. many host-cpu draws) against the stored exhaustive reference (``bench.reference``): the distinct answers, the
 reference's configuration and the reference's best of each mapping option are re-measured together, and each
 answer's quality is its paired ratio to the reference's configuration. On a noisy host this tells whether the draws'
 answers reach the best mapping, not only whether they beat the other method's answer of the same draw.
-``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-s6*.json --reference --methods guided
+``python -m bench.guided_rejudge bench/results/guided_quality-host-cpu-?.json --reference --methods guided
 --rounds 30 --tag host-cpu-pool``. ``--reference-root ROOT`` takes the reference stored under ROOT instead (one
 computed with ``bench.reference --root ROOT``, e.g. with other ``--bounds``).
 """
@@ -105,7 +106,7 @@ def judge_pool(rows: list[dict], files: list[str], methods: Sequence[str] | None
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stored", type=Path, nargs="+",
+    ap.add_argument("stored", type=Path, nargs="*",
                     help="bench/results/guided_quality*.json whose rows keep their answers (one without --reference)")
     ap.add_argument("--rounds", type=int, default=40, help="round-robin rounds (one run of every answer each)")
     ap.add_argument("--tag", default="", help="suffix of the result file (default: the stored file's)")
@@ -115,7 +116,14 @@ def main(argv=None) -> int:
     ap.add_argument("--reference-root", type=Path, default=None, metavar="ROOT",
                     help="with --reference: the reference stored under ROOT (bench.reference --root) instead of "
                          "bench/results/reference")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the table of the stored pooled judge bench/results/guided_rejudge-<tag>.json")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads((RESULTS / f"guided_rejudge-{args.tag or 'pool'}.json").read_text())))
+        return 0
+    if not args.stored:
+        ap.error("name the stored bench/results/guided_quality*.json to judge")
     if args.reference_root is not None and not args.reference:
         ap.error("--reference-root names the reference of --reference; give both")
     if args.rounds < 2:
@@ -128,7 +136,7 @@ def main(argv=None) -> int:
     stored = json.loads(path.read_text())["rows"]
     rows = [r for r in stored if sum("config" in v for v in r["methods"].values()) >= 2]
     if not rows:
-        ap.error(f"{path}: no row keeps two answers' configurations (rows written before session 62 do not)")
+        ap.error(f"{path}: no row keeps two answers' configurations (a row without them cannot be re-judged)")
     tag = args.tag or path.stem.removeprefix("guided_quality").lstrip("-") or "default"
     out = RESULTS / f"guided_rejudge-{tag}.json"
     results = []
@@ -139,6 +147,24 @@ def main(argv=None) -> int:
             for m, v in results[-1]["methods"].items()), flush=True)
         write_result(out, {"benchmark": "guided_rejudge", "stored": str(path), "rows": results})
     return 0
+
+
+def markdown(result: dict) -> str:
+    """A pooled judge's answers, best first: configuration, mean FPS, paired quality to the reference."""
+    lines = ["| answered by | configuration (streams, buffers, pre/post) | mean FPS | paired quality +- s.e. |",
+             "|---|---|---:|---:|"]
+    for a in sorted(result["answers"], key=lambda a: -a["paired"][0]):
+        c = a["config"]
+        cuts = f" ({','.join(map(str, c['cuts']))})" if c["cuts"] else ""
+        label = ", ".join(a["answered_by"])
+        lines.append(f"| {'**' + label + '**' if 'reference' in a['answered_by'] else label} | {c['option']}{cuts} "
+                     f"s{c['streams']} b{c['buffers']} {c['pre_threads']}/{c['post_threads']} | {a['mean']:.1f} | "
+                     f"{a['paired'][0]:.3f} +- {a['paired'][1]:.3f} |")
+    m = result["machine"]
+    lines += ["", f"{result['network']} {result['precision'].upper()} on {result['platform']} "
+              f"({' '.join(result['overrides'])}), {result['rounds']} round-robin rounds; made {m['date'][:10]} on "
+              f"{m['cpu_model']}, {m['cores']} cores (load {result['load_avg_start'][0]} -> {result['load_avg_end'][0]})."]
+    return "\n".join(lines)
 
 
 def _main_pool(ap: argparse.ArgumentParser, args) -> int:

@@ -42,8 +42,8 @@ CAPS = (1.0, 0.7, 0.6, 0.5)
 FIG14 = {"squeezenet": (11763.7, 15118.6, 15650.7, 17583.0), "densenet-40": (29532.7, 30805.7, 33770.7, 33732.1),
          "mobilenet-v1": (16154.8, 18195.8, 20109.8, 22008.8), "mobilenet-v2": (20713.8, 23734.7, 24749.7, 26459.7)}
 TOL = 0.20                    # spec 4.3: the per-layer distribution of the costs is unknown
-HALF_RANGE = (0.64, 0.77)     # 50 % period / GPU-only (L444: 71.6, 67.9, 77.1, 64.2 %)
-SPEEDUP_RANGE = (1.7, 2.1)    # GPU-only / 100 % period (1.68x-2.09x)
+# Each network's 50 % period / GPU-only (L444: 71.6, 67.9, 77.1, 64.2 %) and GPU-only / 100 % period (2.09x, 1.68x,
+# 1.77x, 1.99x) follow from Figs. 13 and 14; ours is judged against its own network's value, within TOL.
 CONFIGS = ("4", "3-1", "2-2", "2-1-1", "1-1-1-1")
 GAVSILP_NET, GAVSILP_CAPS, NEAR = "mobilenet-v1", (1.0, 0.6), 0.02
 
@@ -111,8 +111,18 @@ def ga(m, paper: str, seed: int = 0):
     return run_layer_ga(m, paper, seed=seed)
 
 
-def in_range(x: float, lo_hi) -> bool:
-    return lo_hi[0] <= x <= lo_hi[1]
+def half_published(net: str) -> float:
+    """004's 50 % period over its GPU-only time (Fig. 14 over Fig. 13)."""
+    return FIG14[net][-1] / FIG13[net][0]
+
+
+def speedup_published(net: str) -> float:
+    """004's GPU-only time over its 100 % period (Fig. 13 over Fig. 14)."""
+    return FIG13[net][0] / FIG14[net][0]
+
+
+def within(ours: float, published: float) -> bool:
+    return abs(ours / published - 1.0) <= TOL
 
 
 def fig14(time_limit: float, freq: bool) -> dict:
@@ -140,10 +150,11 @@ def fig14(time_limit: float, freq: bool) -> dict:
         gpu = ref["gpu_only_us"]
         nets[net] = {**ref, "gpu_only_published_us": FIG13[net][0], "cpu_only_published_us": FIG13[net][1],
                      "monotone": bool(all(b >= a * (1 - 1e-9) for a, b in zip(periods, periods[1:]))),
-                     "half_over_gpu": periods[-1] / gpu, "half_ok": in_range(periods[-1] / gpu, HALF_RANGE),
-                     "speedup_100": gpu / periods[0], "speedup_ok": in_range(gpu / periods[0], SPEEDUP_RANGE)}
-    return {"rows": rows, "nets": nets, "tolerance": TOL, "half_range": HALF_RANGE, "speedup_range": SPEEDUP_RANGE,
-            "time_limit_s": time_limit}
+                     "half_over_gpu": periods[-1] / gpu, "half_published": half_published(net),
+                     "half_ok": within(periods[-1] / gpu, half_published(net)),
+                     "speedup_100": gpu / periods[0], "speedup_published": speedup_published(net),
+                     "speedup_ok": within(gpu / periods[0], speedup_published(net))}
+    return {"rows": rows, "nets": nets, "tolerance": TOL, "time_limit_s": time_limit}
 
 
 def gavsilp(time_limit: float, freq: bool) -> dict:

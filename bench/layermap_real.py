@@ -48,7 +48,7 @@ from dse.platform import platform_from_dict
 from dse.zoo import build_network
 
 OUT = Path(__file__).resolve().parent / "results" / "layermap_real.json"
-TARGET = 0.07      # |error| for MobileNet v1 (issue 15; 002 reports <= 7 % in 7 of 8 rows)
+TARGET = 0.07      # |error| for MobileNet v1 (002 reports <= 7 % in 7 of 8 rows)
 FASTEST = 0.2      # profile = median over the fastest 20 % of the runs; actual = 10th-percentile period
 SCREEN_FRAMES = 300   # frames per finalist when screening
 WITHIN = 0.05      # finalists planned within 5 % of the GA's best are screened

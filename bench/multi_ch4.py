@@ -1,5 +1,5 @@
 """Thesis Ch. 4 on the virtual Xavier: cases alpha and beta x FSM-A..D x the six methods, against the thesis'
-published numbers (Tables 4.8, 4.9, 4.11, Sec. 4.5.4) with the tolerances of issue 16.
+published numbers (Tables 4.8, 4.9, 4.11, Sec. 4.5.4) with the tolerances of the Ch. 4 implementation spec.
 
 It runs the `multi` target's own job functions (``dse.workflow.multi``: pareto -> powerfit -> combine ->
 freqtable -> deploy -> report) into ``--results`` (reusing finished files there), then checks:

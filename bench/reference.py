@@ -1,4 +1,4 @@
-"""An honest ground truth (issue 14): the exhaustive reference of one network on the virtual board.
+"""An honest ground truth: the exhaustive reference of one network on the virtual board.
 
 Every feasible cut tuple of every mapping option with at most 2 cuts (and the single-stage option) is
 measured once, with no cap, each tuple getting the configuration the guided search measures it at (the

@@ -16,8 +16,8 @@ Per row: each option's bias (drained / steady - 1, full / steady - 1) and both 6
 one, the best option in each window, and Table 3.5's option's gap to the best. The configurations stay the
 decisions bench's; polishing in another window may find others (not done here).
 
-Run: ``python -m bench.sim_window [--networks ...] [--decisions PATH] [--output PATH]`` (about 20 s per row on the
-2-core VM).
+Run: ``python -m bench.sim_window [--networks ...] [--decisions PATH] [--output PATH]`` (about 20 s per row on
+2 cores).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Design studies at scale (issue 20): one study run by the `study` target with 1, 2 and 4 concurrent jobs on
+"""Design studies at scale: one study run by the `study` target with 1, 2 and 4 concurrent jobs on
 this machine and through a SLURM cluster (``scripts/slurm/cluster.sh start`` first), in fresh working
 directories; wall time, jobs run, the executor's overhead per job, and whether every mode merged the same
 study.parquet (the virtual board is deterministic given the seed, so they must be equal).

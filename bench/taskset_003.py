@@ -1,5 +1,5 @@
 """Seed 003 (Pujol et al.) on its own Table 4: the schedulability campaign against the paper's Tables 5-7 and the
-success-ratio statements of its text (Figs. 10-12 are lost in the extraction; spec 5.5), issue 18.
+success-ratio statements of its text (Figs. 10-12 are lost in the extraction; spec 5.5).
 
 Runs the `taskset` target's job function (``dse.workflow.taskset.run_scenario``) for each scenario into
 ``--results`` (reusing a finished campaign whose config is unchanged), two scenarios at a time, then checks:

@@ -1,4 +1,4 @@
-"""Seed 003's campaign on variants our evaluator measured (``config/taskset/zoo-xavier.yaml``, issue 18 item 1):
+"""Seed 003's campaign on variants our evaluator measured (``config/taskset/zoo-xavier.yaml``):
 the variant table's shapes next to Table 4's, and the three scenarios' success ratios next to the paper's text.
 
 The networks are not Apollo's, so only shapes compare (Table 4 nominal values, spec 5.3):

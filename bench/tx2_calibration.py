@@ -1,5 +1,5 @@
 """Calibration of tx2-sim against seed 001 Table 2 (27 rows: VGG19, AlexNet, Emotion-FER+ under TensorRT at 3 CPU x
-3 GPU clocks): throughput within 10 % and energy per image within 15 % on at least 24 rows (issue 17), plus the
+3 GPU clocks): throughput within 10 % and energy per image within 15 % on at least 24 rows, plus the
 shapes the paper shows: VGG19 GPU-bound, Emotion-FER CPU-bound, minimum energy at a middle GPU clock, the lowest
 GPU clock never energy-optimal.
 
