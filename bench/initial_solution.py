@@ -28,16 +28,16 @@ TABLE_3_6 = {"yolov4": ("A", 101, 101), "yolov4-csp": ("C", 134, 134), "densenet
 TOLERANCE = 0.03   # the thesis' own spread between the two starts (100 vs 103)
 
 
-def one(network: str, initial: str, root: Path) -> dict:
-    """The thesis' search on the Table 3.6 option of ``network`` from the ``initial`` start."""
+def one(network: str, option: str, initial: str, root: Path, overrides: tuple = ()) -> dict:
+    """The thesis' search on ``option`` of ``network`` (FP16, virtual Xavier) from the ``initial`` start."""
     from dse.evaluate import Evaluator
     from dse.search import Probe, run_search
     from dse.workflow.phases import search_setup
 
-    option = TABLE_3_6[network][0]
     t0 = time.perf_counter()
     cfg, _, backend, space, settings, base = search_setup(
-        network, "fp16", root, "xavier-agx-sim", ("search.strategy=proposed", f"search.initial={initial}"))
+        network, "fp16", root, "xavier-agx-sim",
+        ("search.strategy=proposed", f"search.initial={initial}", *overrides))
     ev = Evaluator(backend, seed=int(cfg.seed))
     result = run_search(space, Probe(ev), base, settings, options=[option])
     best = result.finetune.config
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-initial-") as tmp:
         for network in args.networks:
             for initial in ("random", "balanced"):
-                row = one(network, initial, Path(tmp))
+                row = one(network, TABLE_3_6[network][0], initial, Path(tmp))
                 rows.append(row)
                 print(f"{network:14s} {initial:8s} {row['option']} {row['cuts']}: {row['fps']:.1f} FPS "
                       f"({row['measured']} measured, {row['seconds']} s)", flush=True)

@@ -304,8 +304,8 @@ def test_a_full_window_ends_before_the_pipeline_drains(analysis):
     frames. ``sim.full_window`` admits the frames the pipeline holds after the measured ones, so the window ends
     with it full: 600 frames then agree with 3000, and every measured frame has a latency. The stage threads' CPU
     work per execution is left out here: with it, this configuration's pre-processing only just outruns its GPU
-    stages, whose queues then fill over about a thousand frames (a transient, not the drain; docs/CALIBRATION_RESULTS
-    .md, model limits)."""
+    stages, whose queues then fill over about a thousand frames (a transient, not the drain; docs/virtual-boards.md
+    model limits)."""
     import statistics
 
     from dse.platform import load_platform

@@ -1,5 +1,5 @@
 """TensorRT versions: which path the settings take (weakly typed 8.5-10.x, strongly typed 11.x), what is refused
-(below 8.5; DLA where the version has none), and the platform slice the builder reads. Facts: docs/TENSORRT.md."""
+(below 8.5; DLA where the version has none), and the platform slice the builder reads. Facts: docs/tensorrt.md."""
 from __future__ import annotations
 
 import types

@@ -3,7 +3,7 @@
 TensorRT 11 removed the precision builder flags (``BuilderFlag.FP16``/``INT8``) and implicit INT8 calibration:
 every network is strongly typed, so an FP16 stage needs FP16 tensors and an INT8 stage explicit
 QuantizeLinear/DequantizeLinear pairs (NVIDIA, "Migrating from TensorRT 10.x to 11.x", "Strongly Typed Networks
-Are Now Required"; see docs/TENSORRT.md). Two passes, pure onnx + numpy, built from what a stage already has:
+Are Now Required"; see docs/tensorrt.md). Two passes, pure onnx + numpy, built from what a stage already has:
 
 - ``insert_qdq``: symmetric INT8 Q/DQ on the activation inputs of Conv/Gemm/MatMul from the stage's calibration
   scales (TensorRT cache scale = amax/127 per tensor) and per-output-channel symmetric Q/DQ on their weights;

@@ -9,7 +9,7 @@ Polygraphy imports TensorRT lazily, so the loaders are constructed (and unit-tes
 is imported inside ``build_engine`` only.
 
 UNTESTED ON HARDWARE: no machine in this workplace has TensorRT or a Jetson. The build is written against
-Polygraphy's documented loaders and the TensorRT Python API for 8.5 to 11.x (docs/TENSORRT.md) and has never run.
+Polygraphy's documented loaders and the TensorRT Python API for 8.5 to 11.x (docs/tensorrt.md) and has never run.
 """
 from __future__ import annotations
 

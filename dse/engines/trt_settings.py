@@ -2,7 +2,7 @@
 
 Nothing here imports TensorRT: the settings are a plain dict (what goes into the cache key and the sidecar);
 ``dse.engines.trt`` turns it into Polygraphy loaders (``loader_args`` is the pure half of that). Two paths by
-version (sources in docs/TENSORRT.md):
+version (sources in docs/tensorrt.md):
 
 - TensorRT 8.5-10.x, weakly typed: precision builder flags (FP16, INT8 + a calibration cache), ``EXPLICIT_BATCH``
   network flag before 10 (10.0 made explicit batch the only mode);

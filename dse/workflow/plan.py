@@ -51,7 +51,8 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     parts = {"model": source, "platform": platform, "measure": measure.to_dict(), **layermap.parts()}
     refused = {"layermap": refusal(loaded, measure.precision)}
     if loaded.purpose == "layer-mapping":
-        refused["pipeline"] = loaded.pipeline_refusal(loaded.backend) + "; its target is `layermap`"
+        target = "`pareto` (its clocked model) or `layermap`" if loaded.raw.get("clocked") else "`layermap`"
+        refused["pipeline"] = loaded.pipeline_refusal(loaded.backend) + f"; its target is {target}"
         return parts, (), refused
     validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}

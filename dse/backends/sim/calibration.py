@@ -1,6 +1,6 @@
 """The published anchors of CALIBRATION.md that the sim reproduces, and how far it is from each.
 
-Used by ``dse calibrate`` and docs/CALIBRATION_RESULTS.md. Networks come from the zoo (analysed once,
+Used by ``dse calibrate`` and docs/virtual-boards.md. Networks come from the zoo (analysed once,
 cached as Parquet under ``results/.cache/sim-layers``). Thesis cut indices (Table 3.5) are mapped by
 relative position (cut / thesis layer count) to the nearest feasible cut of our zoo network.
 """
