@@ -197,8 +197,8 @@ def ruleset_for(toolkit_version: str) -> DlaRuleSet:
                        f"only; known: {known}")
     version = _version(m.group(0))
     chosen = None
-    for rs in ordered:
-        if version >= rs.version:
+    for rs in ordered:   # "6" is 6.0: a shorter version is padded with zeros before comparing
+        if version + (0,) * (len(rs.version) - len(version)) >= rs.version:
             chosen = rs
     if chosen is None or (chosen is ordered[-1] and version[0] != chosen.version[0]):
         raise DseError(f"no DLA rule set for TensorRT {m.group(0)} (toolkit version {toolkit_version!r}); "
