@@ -7,7 +7,7 @@ noise depends on (configuration, repeat) only, so an unchanged search gives the 
 still holds. A changed row needs the full bench (``bench.guided_quality``) again. Minutes where the full bench takes
 an hour: no other method, no re-measurement of the answers, no true FPS.
 
-Run: ``python -m bench.guided_replay bench/results/guided_quality-s59.json [--networks ...] [--tag T]``; writes
+Run: ``python -m bench.guided_replay bench/results/guided_quality-xavier.json [--networks ...] [--tag T]``; writes
 bench/results/guided_replay-<tag>.json (the tag defaults to the stored file's).
 """
 from __future__ import annotations

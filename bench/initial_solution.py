@@ -9,11 +9,13 @@ Here: ``search.strategy=proposed`` restricted to that option, ``search.initial=r
 fresh noise (the thesis averages five runs). The virtual board is calibrated to other anchors than these rows'
 absolute FPS, so the claim compared is the ratio of the two starts (thesis 0.97-1.00), not the FPS.
 
-Run: ``python -m bench.initial_solution [--networks yolov4 ...]``; writes bench/results/initial_solution.json.
+Run: ``python -m bench.initial_solution [--networks yolov4 ...]``; writes bench/results/initial_solution.json
+(``--markdown`` prints its table).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -66,7 +68,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", nargs="+", choices=list(TABLE_3_6), default=list(TABLE_3_6))
     ap.add_argument("--output", type=Path, default=OUT)
+    ap.add_argument("--markdown", action="store_true", help="print the table of --output, measure nothing")
     args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.output.read_text())["rows"]))
+        return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-initial-") as tmp:
         for network in args.networks:

@@ -46,6 +46,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--tasks", type=int, default=30)
     ap.add_argument("--evals", type=int, default=60_000)
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--output", type=Path, default=OUT)
     args = ap.parse_args(argv)
     rows = []
     for name, dag in (("chain", False), ("dag", True)):
@@ -68,7 +69,7 @@ def main(argv=None) -> dict:
               f"{r['ga_moves']:>6} {r['ga_s']:>6.2f} {(r['ga_vs_ilp'] or float('nan')):>7.4f}")
     payload = {"rows": rows, "targets": {"ilp_s": ILP_TARGET_S, "ga_s": GA_TARGET_S}, "evals": args.evals,
                "time_limit_s": args.time_limit, "load_average": load_average()}
-    write_result(OUT, payload)
+    write_result(args.output, payload)
     return payload
 
 

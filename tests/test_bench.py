@@ -3,6 +3,7 @@
 No timings are asserted: the numbers live in BENCHMARKS.md, measured on a quiet machine.
 """
 import json
+from pathlib import Path
 
 import pytest
 
@@ -290,7 +291,7 @@ def test_sim_window_bias_of_the_decisions_options(tmp_path):
     from bench import sim_window
 
     out = tmp_path / "window.json"
-    drained = sim_window.RESULTS / "calibration_decisions-drained.json"
+    drained = Path(__file__).parent / "data" / "calibration_decisions-drained.json"   # decisions polished drained
     assert sim_window.main(["--networks", "yolov4-tiny", "--decisions", str(drained), "--output", str(out)]) == 0
     rows = _read(out)["rows"]
     assert [r["precision"] for r in rows] == ["fp16", "int8"]
