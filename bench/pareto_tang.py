@@ -53,8 +53,9 @@ def main(argv=None) -> int:
               f"{r['baseline']['hypervolume']:9.4g} {r['nsga2']['max_fps']:8.2f} {r['baseline']['max_fps']:8.2f} "
               f"{r['nsga2_seconds']:8.1f}")
     met = {"dominates_all": all(r["baseline_front_dominated_or_equalled"] == 1.0 for r in rows.values()),
-           "alexnet_beyond_baseline": ("alexnet" not in rows or rows["alexnet"]["nsga2"]["max_fps"]
-                                       > rows["alexnet"]["baseline"]["max_fps"]),
+           # 001 Sec. 5: AlexNet above 100 img/s only with the method (its TensorRT tops out at 81 there)
+           "alexnet_above_100_only_ours": ("alexnet" not in rows or (rows["alexnet"]["nsga2"]["max_fps"] > 100
+                                                                     >= rows["alexnet"]["baseline"]["max_fps"])),
            "seconds_within": all(r["nsga2_seconds"] <= SECONDS for r in rows.values())}
     print("targets:", met)
     write_result(args.output, {"population": args.population, "generations": args.generations, "rows": rows,

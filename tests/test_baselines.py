@@ -189,3 +189,13 @@ def test_ga_stops_after_stalling_and_is_seeded():
     assert again == history and calls == first
     _, full = run_ga(int_vector_toolbox([0, 0], [9, 9], plateau, ga, 0.3), replace(ga, stall=0), "t")
     assert len(full) == ga.generations + 1
+
+
+def test_a_pnd_stage_is_estimated_per_frame_for_the_search_and_per_execution_against_a_stage_timer():
+    """Two DLAs alternate on a PND stage: a frame leaves every half execution (the GA's throughput estimate), but a
+    board's stage timer reads one execution on one DLA (Table 3.11's measured side), twice as long."""
+    profile = [1.0, 2.0, 3.0, 4.0]
+    share = stage_estimates_ms(profile, [1], ["PND", "GPU"], 3.0)
+    one = stage_estimates_ms(profile, [1], ["PND", "GPU"], 3.0, per_execution=True)
+    assert share == [4.5, 7.0] and one == [9.0, 7.0]
+    assert stage_estimates_ms(profile, [1], ["DLA", "GPU"], 3.0, per_execution=True) == [9.0, 7.0]

@@ -46,13 +46,16 @@ def _stage_type(kind: str) -> str:
 
 
 def stage_estimates_ms(profile: Sequence[float], cuts: Sequence[int], types: Sequence[str],
-                       dla_ratio: float) -> list[float]:
-    """Estimated time of each stage alone: GPU profile sums, x ratio on a DLA, x ratio / 2 for PND."""
+                       dla_ratio: float, *, per_execution: bool = False) -> list[float]:
+    """Estimated time of each stage alone: GPU profile sums, x ratio on a DLA, x ratio / 2 for PND (a frame every
+    half execution: the stage's share of the throughput); ``per_execution``: one execution's time on one DLA, what
+    a board's stage timer reads and Table 3.11 compares."""
     bounds = [-1, *cuts, len(profile) - 1]
     out = []
     for k, t in enumerate(types):
         gpu = float(sum(profile[bounds[k] + 1: bounds[k + 1] + 1]))
-        out.append(gpu * (dla_ratio / stage_width(t) if t in ("DLA", "PND") else 1.0))
+        width = 1 if per_execution else stage_width(t)
+        out.append(gpu * (dla_ratio / width if t in ("DLA", "PND") else 1.0))
     return out
 
 

@@ -290,7 +290,7 @@ def _dla_ratio(cmp: Comparison, results: dict) -> tuple[float, str]:
 def _estimate_row(label: str, cfg: Configuration, m, profile, ratio: float, space) -> dict:
     from dse.search.ga_profiled import stage_estimates_ms
 
-    est = stage_estimates_ms(profile, cfg.cuts, space.stages(cfg.option), ratio)
+    est = stage_estimates_ms(profile, cfg.cuts, space.stages(cfg.option), ratio, per_execution=True)
     meas = [float(x) for x in (m.stage_ms or [])]
     return {"mapping": label, "option": cfg.option, "cuts": list(cfg.cuts), "estimate_ms": est, "measured_ms": meas,
             "estimate_sum_ms": sum(est), "measured_sum_ms": sum(meas),
