@@ -284,7 +284,7 @@ def test_on_a_host_bound_board_the_stage_threads_work_costs_a_dla_option_more_th
 def test_the_host_never_works_beyond_its_cores():
     """Pre/post jobs share the cores as they run (processor sharing): the throughput stays under what the cores can
     do at the profile's contention whatever the buffers, where a slowdown fixed at each job's start let jobs that
-    began while few ran keep their speed (Yolov2-tiny INT8's 1004 FPS on the virtual Xavier, BENCHMARKS 15.7)."""
+    began while few ran keep their speed (Yolov2-tiny INT8's 1004 FPS on the virtual Xavier, `python -m bench.calibration_decisions`)."""
     from dse.backends.sim.des import SimInput, StageRuntime, simulate
 
     pre, post, cores, contention = 6350.0, 1002.0, 8, 0.03

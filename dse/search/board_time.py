@@ -4,7 +4,7 @@ A measurement costs a start-up, the run's frames at its FPS and a build of every
 engine is a PE type and a layer range; a PND stage builds a DLA engine); a re-run of a measured configuration costs
 the start-up and the frames only. On a Jetson the builds dominate (45-135 s an engine against 10 s + 5,200 frames
 at 150-900 FPS a run); on a host's CPU cores an engine is a 5 s session, so a re-run costs about what a measurement
-does and races that run to their cap there spent 1.4-3 times the thesis' search's board time (BENCHMARKS 8.40-8.42).
+does and races that run to their cap there spent 1.4-3 times the thesis' search's board time (`python -m bench.guided_quality --platform host-cpu`).
 """
 from __future__ import annotations
 

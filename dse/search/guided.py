@@ -49,7 +49,7 @@ FULL_ENUMERATION = 60_000   # cut tuples of one option predicted exhaustively; a
 HOST_HEADROOM = 1.2         # candidates get pre/post threads for this much more than the best FPS in sight
 LOCAL_WITHIN = 3            # local rounds around options whose best measured is within this many noises of the best
 # a local round's neighbour predicted further than this below the incumbent (plus two noises: the incumbent is a best
-# single sample) is not measured: the model misses by 3.7 % rms next to its measurements (BENCHMARKS 8.25), so it
+# single sample) is not measured: the model misses by 3.7 % rms next to its measurements (`python -m bench.guided_gap`), so it
 # ranks a step that costs 10 % and more (Yolov4 INT8's 31-layer steps: predicted 0.68-0.90 of the incumbent, measured
 # within 3 % of that) without a board run; outward steps past an edge are measured whatever it predicts
 LOCAL_REACH = 0.10
@@ -327,7 +327,7 @@ def host_buffers(space: SearchSpace, bounds: dict[str, int], settings: SearchSet
     """``bounds`` with every buffer the settings allow where the PEs are the host's cores (``shared_cores``:
     host-cpu): there a frame in flight costs host memory only, and on host-cpu 32 buffers beat 4-6 on every
     answer raced (1.5-4.6 %, 30 paired rounds each; E answers with 32 buffers judged 1.013 of the exhaustive
-    reference, with 3-7 buffers 0.967: BENCHMARKS 8.46). Measuring the cuts there at the answer's buffers spares the
+    reference, with 3-7 buffers 0.967: `python -m bench.guided_rejudge`, host-cpu). Measuring the cuts there at the answer's buffers spares the
     buffer race after the fine-tuner, which the re-run budget mostly refused. Elsewhere more buffers can lose
     (``pipeline._more_buffers``), and the maximizer's bound stands."""
     if not space.shared_cores:

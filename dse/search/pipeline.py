@@ -175,7 +175,7 @@ def _lowered(space: SearchSpace, probe: Probe, best: FinetuneResult, settings: S
     5-15 % noise lets through one that loses several percent); and the measurements the lowering took. A start that
     won over its raises keeps its parameters: lowering every answer (from its re-runs' mean) measured 2-6 % more
     than lowering every finalist on the Xavier benches (Yolov4 INT8 at 1 %: 67, 2.58 board hours, past a quarter
-    of Table 3.4's), where this measures 11-16 % fewer (58, 2.43 h; BENCHMARKS 8.45)."""
+    of Table 3.4's), where this measures 11-16 % fewer (58, 2.43 h; `python -m bench.guided_replay`)."""
     if not best.confirmed[0]["tuned"]:
         return best, 0
     lowered = fewest_resources(space, probe, best.config, best.fps, settings, margin=noise)
@@ -211,7 +211,7 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     883.3 with 32) and may take them by a lucky mean that then hides the thread fewer (``_one_thread_fewer``) that
     does gain. Where the PEs are the host's cores (``shared_cores``: host-cpu) every run keeps the CPU busy, and
     there buffers do gain: on host-cpu, 32 buffers over 4-6 gained 1.5-4.6 % on three answers, judged on 30
-    paired rounds (BENCHMARKS 8.46); the guided search measures its cuts there with every buffer already
+    paired rounds (`python -m bench.guided_rejudge`); the guided search measures its cuts there with every buffer already
     (``guided.host_buffers``), the thesis' search at the maximizer's bound."""
     c, m = best.config, best.measurement
     if not m.ok or _host_bound(m, shared_cores) or c.buffers >= cap:
@@ -228,7 +228,7 @@ def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: fl
     The fine-tuner lowers streams one at a time and stops at the first step that measures no better, so on a
     CPU-bound plateau it stops early (Yolov2-tiny INT8 E on the Xavier, noise-free, 7 pre / 2 post threads, 12
     buffers: 4 streams 846.9 FPS, 3 849.4, 2 844.5, 1 867.3; without the profile's CPU contention 2 streams gain
-    13 %; at 3 % noise the guided answer kept 4, 0.986 of Optuna TPE's E at 1, BENCHMARKS 8.37)."""
+    13 %; at 3 % noise the guided answer kept 4, 0.986 of Optuna TPE's E at 1, `python -m bench.guided_quality`)."""
     m, c = best.measurement, best.config
     if not _host_bound(m, shared_cores) or all(s <= 1 for s in c.streams):
         return best

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from dse.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
-# model-guided (dse.search.guided; the default: it beats the thesis' search on BENCHMARKS.md 8: more answers
+# model-guided (dse.search.guided; the default: it beats the thesis' search in BENCHMARKS.md "Guided search": more answers
 # within 1 % of the exhaustive reference at a third of the board hours) | the thesis' search (Sec. 3.5)
 STRATEGIES = ("guided", "proposed")
 # the largest value of every count a user may set (the platform's limits bound the configurations further)
@@ -58,7 +58,7 @@ class SearchSettings:
     # read by the workflow, never by a strategy
     reuse_from: str | None = None
     # guided strategy: at most this many cut tuples, measured this many per round (a board measures one at a
-    # time: with one per round every pick sees every measurement before it, BENCHMARKS 8.20); the relative noise
+    # time: with one per round every pick sees every measurement before it, `python -m bench.guided_quality`); the relative noise
     # of one measurement (how far a single FPS may be from the configuration's mean): a number, or "auto"
     # (estimated from fresh re-runs of the maximizer's configuration: a board's noise is rarely known)
     guided_budget: int = 80
@@ -70,7 +70,7 @@ class SearchSettings:
     guided_repeats: int = 3
     # guided: a race's batches after its first run only while the search's re-runs cost at most this share of the
     # board time its measurements cost (the report's model, dse.search.board_time): on a host's CPU cores a re-run
-    # costs what a measurement does, and races run to their cap at 5-15 % noise (BENCHMARKS 8.40-8.42)
+    # costs what a measurement does, and races run to their cap at 5-15 % noise (`python -m bench.guided_quality --platform host-cpu`)
     guided_rerun_share: float = 1.0
 
     def __post_init__(self):

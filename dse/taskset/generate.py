@@ -6,7 +6,7 @@ UUniFast, a set's total reference utilization lands at the threshold: types unif
 variant (the NVDLA scenario cannot hold RNNs at 1.0, where the paper schedules 100 %), each instance's time on
 every option drawn independently from [U_min, U_max], an instance that would push the reference sum over
 threshold x frame drawn again, and the set closed once the sum reaches (threshold - margin) x frame. The margin
-is not in the paper: 0.1 reproduces Table 5's mean instance counts (BENCHMARKS 16), and a set at 1.2 then never
+is not in the paper: 0.1 reproduces Table 5's mean instance counts (BENCHMARKS.md, "Task sets"), and a set at 1.2 then never
 fits the reference option alone, as in Tables 5-7 ("x" at 1.2 for every "comb" column)."""
 from __future__ import annotations
 

@@ -186,7 +186,7 @@ def polish(fps: Callable[[Configuration], float], config: Configuration, caps: d
     an option's best configuration near where its search ended. With the cuts it climbs twice, the parameters
     first and the cuts with them from the start, and keeps the better: where the climb ends depends on the order
     (Yolov4 INT8 PND-B: 213 or 221 FPS), and without the cuts the option's noisy cut search decides (up to 25 %
-    under the option's best: Yolov3 INT8 PND-B, BENCHMARKS 15.6)."""
+    under the option's best: Yolov3 INT8 PND-B, `python -m bench.calibration_decisions`)."""
     seen: dict[str, float] = {}
 
     def measured(c: Configuration) -> float:
