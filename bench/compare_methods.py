@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.machine import load_average, write_result
+from bench.machine import load_average, made_on, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "results" / "compare_methods.json"
@@ -87,9 +87,9 @@ def markdown(result: dict) -> str:
     for m in methods:
         cells = []
         for r in rows:
-            best = " **" if m == r["best_method"] else " "
+            bold = "**" if m == r["best_method"] else ""
             std = r["fps_std"].get(m)
-            cells.append(f"{best.strip()}{r['fps'][m]}{best.strip()}" + (f" +- {std}" if std else "")
+            cells.append(f"{bold}{r['fps'][m]}{bold}" + (f" +- {std}" if std else "")
                          + f" ({r['points'].get(m)}, {r['engines'].get(m)})")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     ratio = lambda r, m: f"{r['fps'][m] / r['best_fps']:.3f}"
@@ -107,10 +107,9 @@ def markdown(result: dict) -> str:
                         else f"{ours} (not in Table 3.11)")
     lines += ["| profiled estimate low by, % (Profiled's / the proposed mapping; Table 3.11 "
               f"+- {TABLE_3_11_TOLERANCE:.0f} points) | " + " | ".join(cell_311) + " |"]
-    m = result["machine"]
     lines += ["", f"Each cell: the mean of 5 fresh re-runs of the method's answer +- std (distinct configurations "
-              f"asked, GPU/DLA engines built); the best per network in bold. Made {m['date'][:10]} on "
-              f"{m['cpu_model']}, {m['cores']} cores, in {result.get('wall_s')} s."]
+              f"asked, GPU/DLA engines built); the best per network in bold. M{made_on(result['machine'])[1:]}, "
+              f"in {result.get('wall_s')} s."]
     return "\n".join(lines)
 
 

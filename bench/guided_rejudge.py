@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.guided_quality import RESULTS, describe_dict, paired_quality
 from bench.guided_replay import row_setup
-from bench.machine import load_average, write_result
+from bench.machine import load_average, made_on, write_result
 from bench.reference import remeasure_together
 
 REPEAT_REJUDGE = 3000   # repeat indices: fresh noise, none of the bench's own (answers 1000, curves 2000)
@@ -160,10 +160,9 @@ def markdown(result: dict) -> str:
         lines.append(f"| {'**' + label + '**' if 'reference' in a['answered_by'] else label} | {c['option']}{cuts} "
                      f"s{c['streams']} b{c['buffers']} {c['pre_threads']}/{c['post_threads']} | {a['mean']:.1f} | "
                      f"{a['paired'][0]:.3f} +- {a['paired'][1]:.3f} |")
-    m = result["machine"]
     lines += ["", f"{result['network']} {result['precision'].upper()} on {result['platform']} "
-              f"({' '.join(result['overrides'])}), {result['rounds']} round-robin rounds; made {m['date'][:10]} on "
-              f"{m['cpu_model']}, {m['cores']} cores (load {result['load_avg_start'][0]} -> {result['load_avg_end'][0]})."]
+              f"({' '.join(result['overrides'])}), {result['rounds']} round-robin rounds; {made_on(result['machine'])} "
+              f"(load {result['load_avg_start'][0]} -> {result['load_avg_end'][0]})."]
     return "\n".join(lines)
 
 

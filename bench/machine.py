@@ -65,6 +65,11 @@ def machine_facts() -> dict:
     }
 
 
+def made_on(machine: dict) -> str:
+    """Where and when a stored result was made, for the line under its table."""
+    return f"made {machine['date'][:10]} on {machine['cpu_model']}, {machine['cores']} cores"
+
+
 def write_result(path, payload: dict) -> None:
     """Write one benchmark's JSON (machine facts included) atomically, creating bench/results/ if needed."""
     import json

@@ -126,23 +126,31 @@ def markdown(rows: list[dict], thesis_rows: list[dict] | None = None) -> str:
                 if t else "")
         lines.append(" | ".join([
             f"| {r['network']}", r["precision"].upper(), f"{r['proposed_fps']:.1f}", f"{r['best_known_fps']:.1f}",
-            coverage_label(r), f"{r['quality']:.3f} {'met' if r['quality'] >= 0.99 else '**missed**'}",
-            str(r["measured"]), f"{r['unique_tuples']} ({r['thesis_tuples']}) "
-            + ("met" if r["unique_tuples"] <= (r["thesis_tuples"] or 0) else "**missed**"),
+            coverage_label(r), f"{r['quality']:.3f} {verdict(targets(r)[0])}",
+            str(r["measured"]), f"{r['unique_tuples']} ({r['thesis_tuples']}) {verdict(targets(r)[1])}",
             f"{eng.get('GPU', 0)}/{eng.get('DLA', 0)}", r["selected_config"], str(r["thesis_option"]),
             f"{r['exhaustive_best']} ({r['exhaustive_fps']:.1f})", mode + " |"]))
-    q = sum(r["quality"] >= 0.99 for r in rows)
-    tu = sum(r["unique_tuples"] <= (r["thesis_tuples"] or 0) for r in rows)
-    same = sum(r["selected_config"].split(" ")[0] == str(r["thesis_option"]).split(" ")[0] for r in rows)
-    lines += ["", f"Quality >= 0.99 in {q}/{len(rows)}; unique tuples <= Table 3.4 in {tu}/{len(rows)}; the option of "
-              f"Table 3.5 selected in {same}/{len(rows)}."]
+    q, tu, same = tally(rows)
+    lines += ["", f"Quality >= 0.99 in {q}; unique tuples <= Table 3.4 in {tu}; the option of Table 3.5 selected in "
+              f"{same}."]
     if thesis:
-        tq = sum(t["quality"] >= 0.99 for t in thesis.values())
-        ttu = sum(t["unique_tuples"] <= (t["thesis_tuples"] or 0) for t in thesis.values())
-        tsame = sum(t["selected_config"].split(" ")[0] == str(t["thesis_option"]).split(" ")[0]
-                    for t in thesis.values())
-        lines[-1] += (f" Thesis mode: {tq}/{len(thesis)}, {ttu}/{len(thesis)} and {tsame}/{len(thesis)}.")
+        lines[-1] += " Thesis mode: {}, {} and {}.".format(*tally(list(thesis.values())))
     return "\n".join(lines)
+
+
+def targets(row: dict) -> tuple[bool, bool, bool]:
+    """Quality >= 0.99, unique tuples <= Table 3.4, and Table 3.5's option selected."""
+    return (row["quality"] >= 0.99, row["unique_tuples"] <= (row["thesis_tuples"] or 0),
+            row["selected_config"].split(" ")[0] == str(row["thesis_option"]).split(" ")[0])
+
+
+def tally(rows: list[dict]) -> list[str]:
+    """How many rows meet each of ``targets``, as "k/n"."""
+    return [f"{sum(met)}/{len(rows)}" for met in zip(*map(targets, rows))]
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "**missed**"
 
 
 def main(argv=None) -> int:

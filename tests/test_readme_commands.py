@@ -1,11 +1,10 @@
 """The README's commands work as written: the quick start's two commands, the targets table's Snakemake commands
-(dry-run with `-n` in a temporary copy of the workflow, so nothing is written into the repository) and the
+(dry-run with `-n` in a temporary directory linked to the workflow, so nothing is written into the repository) and the
 command-line table's `dse` commands (their sub-command's `--help`, and their arguments parse)."""
 from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -14,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_workflow import _workdir
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles")
 
 
 def section(text: str, title: str) -> str:
@@ -72,25 +72,14 @@ def cli_commands() -> list[str]:
     return [c for row in rows for c in backticked(row[0])]
 
 
-def workflow_copy(tmp_path: Path) -> Path:
-    wd = tmp_path / "wf"
-    wd.mkdir(parents=True)
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, wd / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, wd / name)
-    return wd
-
-
 def dry_run(command: str, tmp_path: Path) -> str | None:
-    """``snakemake ...`` as written, with ``-n`` added, in a fresh copy of the workflow files: None if it planned
+    """``snakemake ...`` as written, with ``-n`` added, in a fresh directory linked to the workflow files: None if it planned
     without error and wrote nothing, else what went wrong."""
     args = shlex.split(command)
     if args[0] != "snakemake" or not ("--cores" in args or "--workflow-profile" in args):
         return f"{command}: not `snakemake --cores N ...`"
-    wd = workflow_copy(tmp_path)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    wd = _workdir(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", *args[1:]], cwd=wd, capture_output=True,
                           text=True, timeout=300)
     text = proc.stdout + proc.stderr
