@@ -15,36 +15,18 @@
 # (workflow/rules/taskset.smk).
 # Design studies (a grid of explorations): `snakemake --cores 2 study --config overrides='[study=xavier-36]'`
 # (workflow/rules/study.smk); on a cluster add `--workflow-profile profiles/slurm`.
-import os
-import sys
+from snakemake.utils import min_version
 
-from dse.errors import DseError
-from dse.farm.lease import BOARDS_ENV, parse_farm
-from dse.workflow.plan import PARTS, plan_runs
+min_version("8.0")
 
-DSE = f"{sys.executable} -m dse"
-try:
-    RUNS = plan_runs(config)  # composes + validates every config before any job runs; writes nothing
-    if config.get("boards"):  # a farm: each measuring job leases one of these boards (dse/farm/lease.py)
-        os.environ[BOARDS_ENV] = ",".join(parse_farm(config["boards"]))
-except DseError as exc:
-    raise WorkflowError(f"bad configuration: {exc}") from None
+
+include: "workflow/rules/common.smk"
+
 
 wildcard_constraints:
     run=r".+/[a-z0-9]+-b\d+-\d+",
     option=r"[A-Za-z0-9_-]+",
     part="|".join(PARTS),
-
-
-def targets(family):
-    """Input function of a target: every planned run's outputs of ``family`` ("pipeline", "layermap"); evaluated
-    only when the target is asked for, so a board that cannot run the other family is refused by name."""
-    def inputs(wildcards):
-        try:
-            return [f for run, plan in RUNS.items() for f in plan.targets(family, run)]
-        except DseError as exc:
-            raise WorkflowError(str(exc)) from None
-    return inputs
 
 
 include: "workflow/rules/configure.smk"

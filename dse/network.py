@@ -38,8 +38,9 @@ def check_model_source(source: dict) -> None:
         raise DseError(f"benchmark.weights {source['weights']!r}: no such file")
 
 
-def build_model(source: dict) -> onnx.ModelProto:
-    """A zoo name or a Darknet .cfg -> converted ONNX; an .onnx path -> loaded as is (sanitized later)."""
+def build_model(source: dict, weight_free: bool = False) -> onnx.ModelProto:
+    """A zoo name or a Darknet .cfg -> converted ONNX; an .onnx path -> loaded as is (sanitized later).
+    ``weight_free`` declares a converted network's weights without storing them (an .onnx keeps its own)."""
     from dse import zoo
 
     model = source["model"]
@@ -50,7 +51,12 @@ def build_model(source: dict) -> onnx.ModelProto:
     if model.endswith(".cfg") and not Path(model).is_file():
         raise DseError(f"benchmark.model {model!r}: no such file")
     return zoo.build_network(model, input_size=source["input_size"], batch=source["batch"],
-                             seed=source["seed"], weights=source["weights"])
+                             seed=source["seed"], weights=source["weights"], weight_free=weight_free)
+
+
+def random_weights(source: dict) -> bool:
+    """True when the source's weights are the converter's seeded random numbers (nothing to read from a file)."""
+    return not source["model"].endswith(".onnx") and source["weights"] is None
 
 
 def input_shapes_for(model: onnx.ModelProto, source: dict) -> dict[str, list[int]]:
@@ -70,22 +76,81 @@ def input_shapes_for(model: onnx.ModelProto, source: dict) -> dict[str, list[int
                              for d, f in zip(dims, fixed)]}
 
 
-def analyze_source(source: dict):
-    from dse.graph.analysis import analyze
+def analyze_source(source: dict, models: str | Path | None = None):
+    """The NetworkAnalysis of a model source, on its weight-free form (``dse.graph.weights``).
 
-    model = build_model(source)
-    return analyze(model, input_shapes_for(model, source) or None)
+    Seeded random weights are never made here: the converter declares them. Weights from a file (.weights, an
+    .onnx) are read, to sanitize the graph as given and to name them (``weights_id``), then dropped; a backend
+    that runs the model gets them back through ``weighted_model``, cached under ``models`` when given.
+    """
+    from dse.graph.analysis import NetworkAnalysis
+    from dse.graph.model import load_model
+    from dse.graph.weights import content_id, strip_weights
+
+    weight_free = random_weights(source)
+    model = build_model(source, weight_free=weight_free)
+    sanitized = load_model(model, input_shapes_for(model, source) or None)
+    del model
+    weights = f"random(seed={source['seed']})" if weight_free else content_id(sanitized)
+    return NetworkAnalysis(strip_weights(sanitized, weights), materializer(source, models))
+
+
+def materializer(source: dict, models: str | Path | None):
+    """``materialize(digest, weights_id)`` for ``NetworkAnalysis``: ``weighted_model`` of this source."""
+    return lambda digest, weights: weighted_model(source, digest, weights, models)
+
+
+def weighted_model(source: dict, digest: str, weights: str | None, models: str | Path | None = None
+                   ) -> onnx.ModelProto:
+    """The sanitized model of ``source`` with its weights, as analysed (``digest``, ``weights``).
+
+    With ``models`` (``<results_dir>/models``, beside the engines) it is built once per digest and weights and
+    reused by every job and run; a source whose weights are no longer the analysed ones (an .onnx or .weights
+    file replaced since) is refused, naming the step to rerun.
+    """
+    from dse.graph.model import load_model
+    from dse.graph.weights import content_id
+
+    def build() -> onnx.ModelProto:
+        model = build_model(source)
+        sanitized = load_model(model, input_shapes_for(model, source) or None)
+        got = f"random(seed={source['seed']})" if random_weights(source) else content_id(sanitized)
+        if got != weights:
+            raise DseError(f"benchmark.model {source['model']!r}: its weights are now {got}, not the analysed "
+                           f"{weights}: the file changed since the analyze step; rerun it (snakemake --forcerun "
+                           "analyze)")
+        return sanitized
+
+    if models is None:
+        return build()
+    import hashlib
+
+    from dse.engines.cache import EngineCache
+
+    models = Path(models)
+    cache = EngineCache(models.parent, models.name)
+    built: list[onnx.ModelProto] = []
+
+    def write(tmp: Path) -> dict:
+        built.append(build())
+        tmp.write_bytes(built[0].SerializeToString())
+        return {"model": source["model"], "weights": weights, "digest": digest}
+
+    key = hashlib.sha256(f"{digest}:{weights}".encode()).hexdigest()
+    artifact = cache.get_or_build(key, "onnx", "model", write, settings={"source": source})
+    return built[0] if built else onnx.load(str(artifact.path))
 
 
 @lru_cache(maxsize=8)
-def _cached(key: str):
+def _cached(key: str, models: str | None):
     import json
 
-    return analyze_source(json.loads(key))
+    return analyze_source(json.loads(key), models)
 
 
 def load_analysis(cfg: DictConfig):
-    """The NetworkAnalysis of the configured benchmark (built once per process and source)."""
+    """The NetworkAnalysis of the configured benchmark (built once per process and source); its weights, when a
+    backend runs it, are cached under ``<results_dir>/models``."""
     import json
 
-    return _cached(json.dumps(model_source(cfg), sort_keys=True))
+    return _cached(json.dumps(model_source(cfg), sort_keys=True), str(Path(cfg.results_dir) / "models"))

@@ -1040,7 +1040,7 @@ def load_platform(source: Any) -> Platform:
             import yaml
 
             with open(path) as fh:
-                return platform_from_dict(yaml.safe_load(fh))
+                return platform_from_dict(yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
         from dse.config import compose_config, group_choices
 
         if str(source) not in group_choices("platform"):

@@ -59,9 +59,12 @@ def test_end_to_end_tiny(tmp_path):
     out = tmp_path / "e2e.json"
     assert end_to_end.main(["--overrides", FAST, "--keep", str(tmp_path / "wd"), "--output", str(out)]) == 0
     data = _read(out)
-    assert set(data["runs"]) == {"cold", "warm"}
-    assert all(r["rc"] == 0 and r["wall_s"] > 0 for r in data["runs"].values())
-    assert data["reports"] == ["results/tiny-detector/xavier-agx-sim/int8-b1-64/report.md"]
+    (run,) = data["runs"]["this"]
+    assert all(run[kind]["rc"] == 0 and run[kind]["wall_s"] > 0 for kind in ("cold", "warm"))
+    assert run["reports"] == ["results/tiny-detector/xavier-agx-sim/int8-b1-64/report.md"]
+    assert 0 < data["summary"]["this"]["run_dir_mb"] < 5 and data["met"]["run_dir_mb"]
+    assert run["answer"]["option"] and "model_digest" not in run["answer"]
+    assert "| run directory, MB |" in end_to_end.markdown(data)
 
 
 def test_dla_fallback_tiny(tmp_path):

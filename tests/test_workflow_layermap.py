@@ -108,3 +108,4 @@ def test_host_cpu_profiles_and_measures_for_real(tmp_path):
 
     rows = read(run / "cache/layermap.parquet")
     assert len(rows) == found["config_hash"].nunique() and (rows["backend"] == "ort").all() and rows["option"].str.startswith("LM:").all()
+    assert len(list((wd / "results" / "models").glob("*.onnx"))) == 1, "the profile and the runs had the weights"

@@ -11,7 +11,9 @@ Optional abilities are declared in ``capabilities``, never discovered by ``hasat
 - ``GPU_LAYER_PROFILE``: ``gpu_layer_profile(precision, batch) -> list[float]`` (ms per layer, like
   TensorRT's IProfiler; a board gives no per-layer DLA profile);
 - ``TRACE``: ``measure_with_trace(config, *, trace, repeat) -> (Measurement, trace | None)`` (a schedule to draw);
-- ``INTERLEAVED``: runs a stage whose frames alternate over the GPU and the DLAs (the Interleaved baseline).
+- ``INTERLEAVED``: runs a stage whose frames alternate over the GPU and the DLAs (the Interleaved baseline);
+- ``RUNS_MODEL``: executes the network with its weights (``NetworkAnalysis.weighted_model``), so its
+  measurements depend on the weights and the measurement context names them (a virtual board costs shapes).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
 GPU_LAYER_PROFILE = "gpu_layer_profile"
 TRACE = "trace"
 INTERLEAVED = "interleaved"
-CAPABILITIES = (GPU_LAYER_PROFILE, TRACE, INTERLEAVED)
+RUNS_MODEL = "runs_model"
+CAPABILITIES = (GPU_LAYER_PROFILE, TRACE, INTERLEAVED, RUNS_MODEL)
 PREPROCESS = ("resize", "letterbox")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from dse.backends.base import MeasureSettings
+from dse.backends.base import RUNS_MODEL, MeasureSettings
 from dse.backends.checks import check_cuts, check_layout
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.configuration import Configuration
@@ -38,7 +38,7 @@ class OrtBackend:
     """Real pipelined runs with ONNX Runtime on CPU core groups. ``source``: the network's NetworkAnalysis."""
 
     name = "ort"
-    capabilities = frozenset()
+    capabilities = frozenset({RUNS_MODEL})
 
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None,
                  timeout_s: float = 600.0, keep_outputs: bool = False):

@@ -26,7 +26,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dse.backends.base import MeasureSettings
+from dse.backends.base import RUNS_MODEL, MeasureSettings
 from dse.backends.checks import check_cuts, check_layout, check_stages
 from dse.configuration import Configuration
 from dse.dvfs.modes import agent_clocks
@@ -109,7 +109,7 @@ class TrtBackend:
     """Real measurements on a Jetson through the board agent."""
 
     name = "trt"
-    capabilities = frozenset()
+    capabilities = frozenset({RUNS_MODEL})
 
     def __init__(self, platform, source, settings: MeasureSettings | None = None, *, engine_cache=None,
                  runner=None, workdir: str | Path | None = None):
@@ -137,8 +137,8 @@ class TrtBackend:
         transport_of(platform)
         if settings.precision == "int8" and not settings.calibration_cache:
             raise DseError("INT8 engines need the network's TensorRT calibration cache: set "
-                           "benchmark.calibration_cache (write one on the board, e.g. with Polygraphy's "
-                           "`polygraphy convert model.onnx --int8 --calibration-cache net.cache` or trtexec), or "
+                           "benchmark.calibration_cache (write one on the board from the model with its weights, e.g. "
+                           "`polygraphy convert net.onnx --int8 --calibration-cache net.cache` or trtexec), or "
                            "measure precision=fp16")
 
     def check(self, config: Configuration) -> str | None:

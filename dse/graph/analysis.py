@@ -16,20 +16,22 @@ counts as its node consuming it. A single position c is infeasible when it
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import onnx
 
 from dse.graph import cuts as cutmath
 from dse.graph.cost import layer_macs, small_attrs
 from dse.graph.model import load_model
+from dse.errors import DseError
 from dse.graph.tensors import FLOAT_TYPES, dtype_name, dtype_size, node_reads, static_shape, subgraphs
+from dse.graph.weights import content_id, has_weights, structure_digest, weights_of
 
 FUSION_HEADS = frozenset({"Conv", "ConvTranspose", "Gemm", "BatchNormalization"})
 ACTIVATIONS = frozenset({
@@ -75,10 +77,18 @@ class _Tensor:
 
 
 class NetworkAnalysis:
-    """Layers, costs and cut feasibility of one sanitized model (build it with `analyze`)."""
+    """Layers, costs and cut feasibility of one sanitized model (build it with `analyze`).
 
-    def __init__(self, model: onnx.ModelProto):
+    ``model`` may be weight-free (``dse.graph.weights``): all of the analysis reads shapes only. A backend that
+    runs the network asks ``weighted_model()``, which calls ``materialize(digest, weights_id)`` for a
+    weight-free model and checks that what it returns is this network.
+    """
+
+    def __init__(self, model: onnx.ModelProto,
+                 materialize: Callable[[str, str | None], onnx.ModelProto] | None = None):
         self.model = model
+        self._materialize = materialize
+        self._weighted: onnx.ModelProto | None = None
         graph = model.graph
         self._weights = {t.name: t for t in graph.initializer}
         infos = {vi.name: vi for vi in list(graph.value_info) + list(graph.input) + list(graph.output)}
@@ -103,8 +113,36 @@ class NetworkAnalysis:
 
     @cached_property
     def digest(self) -> str:
-        """sha256 of the sanitized model's bytes: the identity of what is cut and built (computed on first use)."""
-        return hashlib.sha256(self.model.SerializeToString()).hexdigest()
+        """sha256 of the sanitized model's weight-free form: the identity of what is cut and costed, whatever the
+        weights (``dse.graph.weights.structure_digest``; computed on first use)."""
+        return structure_digest(self.model)
+
+    @cached_property
+    def weights_id(self) -> str | None:
+        """What the weights are (``random(seed=S)``, ``sha256:...``), None when nothing says: part of what a
+        measurement that runs the model depends on."""
+        recorded = weights_of(self.model)
+        if recorded is not None or not has_weights(self.model):
+            return recorded
+        return content_id(self.model)
+
+    def weighted_model(self) -> onnx.ModelProto:
+        """The sanitized model with its weights (what ONNX Runtime and TensorRT run), made once per analysis."""
+        if self._weighted is None:
+            if has_weights(self.model):
+                self._weighted = self.model
+            elif self._materialize is None:
+                raise DseError(f"model {self.model.graph.name!r} is weight-free (its weights are declared, not "
+                               "stored) and nothing says where its weights come from: analyse the model file "
+                               "that has them")
+            else:
+                model = self._materialize(self.digest, self.weights_id)
+                if structure_digest(model) != self.digest:
+                    raise DseError(f"the weights of model {self.model.graph.name!r} came with another graph "
+                                   f"(digest {structure_digest(model)[:16]}, analysed {self.digest[:16]}): its "
+                                   "source changed since it was analysed; analyse it again")
+                self._weighted = model
+        return self._weighted
 
     # -- construction -------------------------------------------------------------------------------------
     def _shape_of(self, name: str, infos) -> tuple[int, ...] | None:
@@ -266,6 +304,13 @@ class NetworkAnalysis:
                             f"consumed in stage {s1} ({self._layer_text(consumer)}): it would skip {skipped}")
         return None
 
+    def is_feasible(self, cuts) -> bool:
+        """``check_cuts(cuts) is None`` without composing the reason (the searches ask it of every pair of cuts):
+        every position is feasible and each cut lets the next one through (``reach``)."""
+        cuts = cutmath.validate_cuts(cuts, len(self.layers))
+        return all(self._feasible_mask[c] for c in cuts) and all(self._reach[c] <= nxt
+                                                                for c, nxt in zip(cuts, cuts[1:]))
+
     def count_tuples(self, k: int) -> int:
         """Number of feasible k-cut tuples, by dynamic programming over positions (no enumeration)."""
         return cutmath.count_tuples(self._feasible_mask, self._reach, k)
@@ -343,6 +388,7 @@ class NetworkAnalysis:
             "feasible_count": len(self.feasible_cuts),
             "tuples": {str(k): self.count_tuples(k) for k in (1, 2, 3)},
             "digest": self.digest,
+            "weights": self.weights_id,
         }
 
 

@@ -97,7 +97,7 @@ def extract_ranges(analysis, bounds, label: str = "stage") -> list[StageModel]:
     only the previous one; the segments of a per-layer mapping read any); its outputs are the network outputs it
     produces and the tensors a later range reads, network inputs first then by producing layer.
     """
-    model: onnx.ModelProto = analysis.model
+    model: onnx.ModelProto = analysis.weighted_model()
     graph = model.graph
     nodes = list(graph.node)
     if len(nodes) != len(analysis.layers):
@@ -265,7 +265,7 @@ def check_partition(analysis, stages: list[StageModel], seed: int = 0, atol: flo
     from polygraphy.exception import PolygraphyException
     from polygraphy.logger import G_LOGGER
 
-    model = analysis.model
+    model = analysis.weighted_model()
     names = [vi.name for vi in model.graph.output]
     floats = {vi.name: (-1.0, 1.0) for vi in model.graph.input
               if np.issubdtype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type), np.floating)}

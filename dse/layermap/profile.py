@@ -286,7 +286,7 @@ class ProfileTable:
             raise LayerMapError(f"unknown ORT profiling method {method!r}; valid choices: model, task")
         from dse.runtime.cpu_groups import usable_cores
 
-        onnx_model = getattr(model, "model", model)
+        onnx_model = model.weighted_model() if hasattr(model, "weighted_model") else model
         core_counts = tuple(int(k) for k in core_counts)
         cores = list(cores) if cores is not None else usable_cores()
         if not core_counts or any(k < 1 or k > len(cores) for k in core_counts):

@@ -114,7 +114,7 @@ def candidate_tuples(space: SearchSpace, n_cuts: int, limit: int = FULL_ENUMERAT
     if n_cuts == 0:
         return np.zeros((1, 0), dtype=int)
     if n_cuts == 1:
-        return np.array([[c] for c in cuts if space.feasibility((c,)) is None], dtype=int).reshape(-1, 1)
+        return np.array([[c] for c in cuts if space.is_feasible((c,))], dtype=int).reshape(-1, 1)
     pair = _pair_feasibility(space, cuts)
     step = 1
     while True:
@@ -133,7 +133,7 @@ def _pair_feasibility(space: SearchSpace, cuts: Sequence[int]) -> np.ndarray:
     ok = np.zeros((f, f), dtype=bool)
     for i in range(f):
         for j in range(i + 1, f):
-            ok[i, j] = space.feasibility((cuts[i], cuts[j])) is None
+            ok[i, j] = space.is_feasible((cuts[i], cuts[j]))
     return ok
 
 
@@ -363,11 +363,11 @@ def expected_gain(log_mean: np.ndarray, sd: np.ndarray, incumbent: float, ceilin
     """Expected relative improvement over the incumbent (log scale) of a candidate whose log FPS is normal, and
     no higher than ``ceiling`` (log FPS the host lets through: ``BoardModel.host_ceiling``): (X - I)+ - (X - c)+
     for c >= I."""
-    from scipy.stats import norm
+    from scipy.special import ndtr   # the normal CDF (what scipy.stats.norm.cdf computes, without its import)
 
     def above(level: float) -> np.ndarray:
         z = (log_mean - level) / s
-        return s * (z * norm.cdf(z) + norm.pdf(z))
+        return s * (z * ndtr(z) + np.exp(-z * z / 2) / math.sqrt(2 * math.pi))
 
     s = np.maximum(sd, 1e-9)
     if ceiling <= incumbent:

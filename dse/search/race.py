@@ -32,7 +32,6 @@ from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy.stats import chi2
 
 from dse.configuration import Configuration
 from dse.search.board_time import RerunBudget
@@ -120,7 +119,9 @@ def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> 
     freedom (infinite with none)."""
     if df < 1 or not math.isfinite(var):
         return math.inf
-    return math.sqrt(var * df / chi2.ppf(1 - confidence, df))
+    from scipy.special import gammaincinv   # chi2.ppf(q, df) = 2 gammaincinv(df / 2, q), without scipy.stats
+
+    return math.sqrt(var * df / (2 * gammaincinv(df / 2, 1 - confidence)))
 
 
 def _batch(probe: Probe, configs: Sequence[Configuration], so_far: _Runs, which: Sequence[int], phase: str,

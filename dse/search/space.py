@@ -55,6 +55,8 @@ class SearchSpace:
     # ``Platform.shared_cores``: where the PEs are the host's own CPU cores (host-cpu), their number; 0 where
     # threads have cores of their own
     shared_cores: int = 0
+    # ``feasibility(cuts) is None`` without the reason, where the network offers a faster test of it
+    feasible_tuple: Callable[[tuple[int, ...]], bool] | None = None
 
     def __post_init__(self):
         self.feasible_cuts = sorted({int(c) for c in self.feasible_cuts if 0 <= int(c) < self.n_layers - 1})
@@ -117,6 +119,7 @@ class SearchSpace:
 
         return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                    check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
+                   feasible_tuple=lambda cuts: analysis.is_feasible(list(cuts)),
                    main_pe=platform.main_kind, gpu_layer_profile=profile, stage_roles=roles,
                    network_facts=facts_of, board_costs=platform.board_costs,
                    run_frames=settings.sample_size + (settings.warmup or 0),
@@ -130,3 +133,11 @@ class SearchSpace:
         if cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1):
             return f"cuts {list(cuts)} out of range 0..{self.n_layers - 2}"
         return self.check_cuts(cuts)
+
+    def is_feasible(self, cuts: Sequence[int]) -> bool:
+        """``feasibility(cuts) is None``, faster where the network gives ``feasible_tuple``."""
+        if self.feasible_tuple is None:
+            return self.feasibility(cuts) is None
+        cuts = tuple(int(c) for c in cuts)
+        return (list(cuts) == sorted(set(cuts)) and not (cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1))
+                and self.feasible_tuple(cuts))

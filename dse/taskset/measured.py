@@ -183,7 +183,7 @@ def network_times_us(spec: MeasureSpec, network: str, platform) -> list[dict]:
 
         for k in spec.cpu_cores:
             if k <= len(usable_cores()):
-                row(f"cpu{k}", ort_cpu_us(analysis.model, k, spec.repeats, seed=spec.seed), "ort")
+                row(f"cpu{k}", ort_cpu_us(analysis.weighted_model(), k, spec.repeats, seed=spec.seed), "ort")
     return sorted(rows, key=lambda r: OPTIONS.index(r["option"]))     # Table 4's column order
 
 

@@ -17,9 +17,9 @@ import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dse.errors import DseError, choices_error
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
@@ -30,6 +30,9 @@ SETTING_KEYS = ("cpu_configs", "caps", "methods", "accelerators", "ga", "ilp", "
 SUB_KEYS = {"ga": ("preset", "seed", "budget", "population", "generations"),
             "ilp": ("formulation", "clusters", "solver", "time_limit_s"),
             "profile": ("source", "repeats", "warmup"), "pareto": ("cpu_config", "budget", "population")}
+if TYPE_CHECKING:
+    import pandas as pd
+
 PART_OF = {"profile": "lm-profile", "ga": "lm-ga", "ilp": "lm-ilp"}   # run/config/<part>.yaml each job reads
 
 
@@ -329,6 +332,8 @@ def references(lm: LayermapRun) -> list[dict]:
 
 def merge(run: str | Path) -> dict:
     """Job ``layermap_merge``: measure, tabulate, plot."""
+    import pandas as pd
+
     from dse.layermap import LayerMapping, simulate
     from dse.report.gantt import draw_gantt
 

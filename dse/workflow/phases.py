@@ -96,17 +96,25 @@ class RunContext:
 
     @cached_property
     def analysis(self):
+        """The analysis of the run's weight-free model.onnx; a backend that runs the network gets its weights
+        from the shared ``<results_dir>/models`` cache (``dse.network.weighted_model``)."""
         from dse.graph.analysis import NetworkAnalysis
+        from dse.network import materializer
 
         path = self.run / "model.onnx"
         if not path.exists():
             raise DseError(f"{path} is missing: run the analyze step first")
-        return NetworkAnalysis(onnx.load(str(path)))
+        return NetworkAnalysis(onnx.load(str(path), load_external_data=False),
+                               materializer(self.part("model"), self.results_dir / "models"))
+
+    @property
+    def results_dir(self) -> Path:
+        """The run directory is ``<results_dir>/<benchmark>/<platform>/<variant>``."""
+        return self.run.parents[2]
 
     @property
     def engine_root(self) -> Path:
-        """``<results_dir>/engines``: the run directory is ``<results_dir>/<benchmark>/<platform>/<variant>``."""
-        return self.run.parents[2] / "engines"
+        return self.results_dir / "engines"
 
     def make_backend(self, platform=None):
         """The run's backend (on ``platform`` instead of the run's own, for the comparison's extra options)."""
@@ -162,9 +170,13 @@ class RunContext:
 
     @cached_property
     def measurement_context(self) -> str:
+        from dse.backends import capabilities_of
+        from dse.backends.base import RUNS_MODEL
         from dse.workflow.plan import measurement_context
 
-        return measurement_context(self.part("platform"), self.part("measure"))
+        runs_model = RUNS_MODEL in capabilities_of(self.platform.backend)
+        return measurement_context(self.part("platform"), self.part("measure"),
+                                   weights=self.analysis.weights_id if runs_model else None)
 
     def evaluator(self, phase_file: str, label: str, backend=None) -> Evaluator:
         """Measures through ``backend`` (the run's by default) into ``cache/<phase_file>.parquet``; the cache

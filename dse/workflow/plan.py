@@ -39,7 +39,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     from dse.platform import load_platform
     from dse.search.clocks import EnergySettings
     from dse.search.settings import SearchSettings
-    from dse.workflow.compare import CompareSettings
+    from dse.workflow.compare_settings import CompareSettings
     from dse.workflow.layermap import LayermapSettings, refusal
 
     platform = OmegaConf.to_container(cfg.platform, resolve=True)
@@ -101,10 +101,12 @@ def runnable_options(platform, measure, settings) -> tuple[str, ...]:
     return options
 
 
-def measurement_context(platform: dict, measure: dict) -> str:
-    """Digest of the platform and measure parts: what a measurement depends on besides its configuration
-    (whose hash covers the model, option, cuts and parameters). Cached rows of another context are stale."""
-    return digest(json.dumps({"platform": platform, "measure": measure}, sort_keys=True, default=str))
+def measurement_context(platform: dict, measure: dict, weights: str | None = None) -> str:
+    """Digest of the platform and measure parts, and of the weights where the backend runs them: what a
+    measurement depends on besides its configuration (whose hash covers the model's graph, option, cuts and
+    parameters). Cached rows of another context are stale."""
+    parts = {"platform": platform, "measure": measure, **({"weights": weights} if weights is not None else {})}
+    return digest(json.dumps(parts, sort_keys=True, default=str))
 
 
 @dataclass(frozen=True)

@@ -58,16 +58,23 @@ class Tensor:
     mean: float = 0.0
 
 
-class _ZeroWeights:
-    """Weight source for structure-only runs (node counting): no memory, no randomness."""
+class DeclaredWeights:
+    """Weight source of a weight-free model (analysis, node counting, the virtual boards): every weight is
+    declared by its shape and stored nowhere, so building costs no memory and no randomness."""
 
     def conv(self, shape, batch_normalize, std):
-        return np.broadcast_to(np.float32(0), shape), np.broadcast_to(np.float32(0), shape[:1])
+        return Declared(tuple(shape)), Declared(tuple(shape[:1]))
 
     connected = conv
 
     def finish(self) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A float32 weight of this shape, declared but not stored."""
+    shape: tuple[int, ...]
 
 
 class _Converter:
@@ -86,7 +93,7 @@ class _Converter:
         return Tensor(name, tuple(int(d) for d in shape), m2, mean)
 
     def const(self, name: str, array) -> str:
-        self.inits.append((name, np.asarray(array)))
+        self.inits.append((name, array if isinstance(array, Declared) else np.asarray(array)))
         return name
 
     def activate(self, sec: Section, x: Tensor, activation: str) -> Tensor:
@@ -305,7 +312,8 @@ class _Converter:
     def model(self, doc: str, metadata: dict[str, str]) -> onnx.ModelProto:
         def info(t: Tensor):
             return helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [self.batch, *t.shape])
-        inits = [numpy_helper.from_array(np.ascontiguousarray(a), name) for name, a in self.inits]
+        inits = [TensorProto(name=name, data_type=TensorProto.FLOAT, dims=a.shape) if isinstance(a, Declared)
+                 else numpy_helper.from_array(np.ascontiguousarray(a), name) for name, a in self.inits]
         graph = helper.make_graph(self.nodes, doc, [info(self.input)], [info(t) for t in self.outputs], inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="dse.zoo", ir_version=IR_VERSION)
@@ -345,22 +353,25 @@ def _converter(sections, input_size, batch, source, opset) -> _Converter:
 
 def convert(cfg: str | Path | list[Section], input_size: int | tuple[int, int] | None = None,
             batch: int | None = None, seed: int = 0, weights: str | Path | None = None,
-            opset: int = OPSET) -> onnx.ModelProto:
+            opset: int = OPSET, weight_free: bool = False) -> onnx.ModelProto:
     """Convert a Darknet cfg (path, text or parsed sections) to ONNX.
 
     input_size overrides [net] width/height (an int, or (width, height)); batch overrides [net] batch.
     Parameters come from `weights` (a Darknet .weights file) or, without it, seeded random numbers
     scaled so every conv's pre-activation has unit second moment (same seed -> identical bytes).
+    weight_free=True declares the parameters without storing them (``dse.graph.weights``); ``weights`` is then
+    not read.
     """
     sections = _load(cfg)
-    source = DarknetWeights(weights) if weights else RandomWeights(seed)
+    source = DeclaredWeights() if weight_free else DarknetWeights(weights) if weights else RandomWeights(seed)
     conv = _converter(sections, input_size, batch, source, opset)
     _, height, width = conv.input.shape
-    meta = {"source": sections[0].source, "input_size": f"{width}x{height}", "batch": str(conv.batch),
-            "weights": Path(weights).name if weights else f"random(seed={seed})"}
+    meta = {"source": sections[0].source, "input_size": f"{width}x{height}", "batch": str(conv.batch)}
+    if not weight_free:
+        meta["weights"] = Path(weights).name if weights else f"random(seed={seed})"
     return conv.model(Path(sections[0].source).stem, meta)
 
 
 def count_nodes(cfg: str | Path | list[Section], input_size: int | tuple[int, int] | None = None) -> int:
     """ONNX node count (the thesis' 'number of layers') without materializing any weights."""
-    return len(_converter(_load(cfg), input_size, 1, _ZeroWeights(), OPSET).nodes)
+    return len(_converter(_load(cfg), input_size, 1, DeclaredWeights(), OPSET).nodes)

@@ -120,14 +120,15 @@ def _sections(name_or_cfg: str | Path):
 
 
 def build_network(name_or_cfg: str | Path, input_size: int | None = None, batch: int = 1, seed: int = 0,
-                  weights: str | Path | None = None) -> onnx.ModelProto:
+                  weights: str | Path | None = None, weight_free: bool = False) -> onnx.ModelProto:
     """ONNX model of a zoo network or a user .cfg.
 
     input_size=None uses the zoo default (416 for the thesis networks, 64 for the tiny ones) or, for a
     user cfg, its [net] width/height. Random weights are seeded: the same arguments give identical bytes.
+    weight_free=True declares the weights without storing them (all that analysis and the virtual boards read).
     """
     cfg, default = _sections(name_or_cfg)
-    return convert(cfg, input_size or default, batch, seed, weights)
+    return convert(cfg, input_size or default, batch, seed, weights, weight_free=weight_free)
 
 
 def network_layers(name_or_cfg: str | Path) -> int:

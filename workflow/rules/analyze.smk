@@ -8,5 +8,7 @@ rule analyze:
         cuts="{run}/cuts.json",
     log:
         "{run}/logs/analyze.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow analyze {wildcards.run} > {log} 2>&1"
+        f"{DSE} workflow analyze {{wildcards.run}} > {{log}} 2>&1"

@@ -3,9 +3,6 @@
 # re-measure with `snakemake --cores 2 bench --forcerun bench_module`. A benchmark takes every core (more
 # threads than any machine has: Snakemake scales a job's threads down to --cores), so they run one at a time and
 # do not disturb each other's timings. (Not `workflow.cores`: that is undefined for `--unlock` and `--report`.)
-from pathlib import Path
-
-BENCH_ROOT = Path(workflow.main_snakefile).resolve().parent  # the repository, where the bench package lives
 ALL_CORES = 1 << 16
 BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality", "initial_solution",
            "compare_methods", "layermap_calibration", "layermap_fig14", "layermap_solvers", "dla_fallback",
@@ -22,8 +19,10 @@ rule bench_module:
     threads: ALL_CORES
     log:
         "bench/logs/{name}.log",
+    conda:
+        ENV
     shell:
-        "PYTHONPATH={BENCH_ROOT}${{PYTHONPATH:+:$PYTHONPATH}} {sys.executable} -m bench.{wildcards.name} "
+        f"PYTHONPATH={REPO}${{{{PYTHONPATH:+:$PYTHONPATH}}}} {PYTHON} -m bench.{{wildcards.name}} "
         "--output {output} > {log} 2>&1"
 
 

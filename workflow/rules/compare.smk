@@ -15,12 +15,14 @@ rule comparison:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: 4 * _plan(wc.run).runtime_min,
+        runtime=lambda wc: 4 * run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow compare {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow compare {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule compare:
     """Target: `snakemake --cores N compare` compares every method on every planned run."""
     input:
-        lambda wc: [f.replace("/report.md", "/comparison.md") for f in targets("pipeline")(wc)],
+        comparisons,

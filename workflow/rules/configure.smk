@@ -3,23 +3,17 @@
 # nothing. Every *_configure rule writes through workflow/scripts/write_text.py (a script job, not `run:`).
 
 
-def _plan(run):
-    """The plan of a run of this invocation, or of a study's point (studies are planned on first use)."""
-    if run in RUNS:
-        return RUNS[run]
-    plan = _study_point(run) if "studies/" in run else None
-    if plan is not None:
-        return plan
-    raise WorkflowError(f"{run} is not a planned run directory; planned: {', '.join(RUNS)}")
-
-
 rule configure:
     """One part of the run's config (model, platform, measure, search, compare): what the rules read."""
     output:
         "{run}/config/{part}.yaml",
     params:
-        text=lambda wc: _plan(wc.run).parts[wc.part],
+        text=lambda wc: run_plan(wc.run).parts[wc.part],
     localrule: True
+    log:
+        "{run}/logs/configure-{part}.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -29,7 +23,11 @@ rule resolved_config:
     output:
         "{run}/config.yaml",
     params:
-        text=lambda wc: _plan(wc.run).resolved,
+        text=lambda wc: run_plan(wc.run).resolved,
     localrule: True
+    log:
+        "{run}/logs/resolved-config.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"

@@ -2,27 +2,6 @@
 # pareto (one job per network, the multi target's step 1) -> comap (one job per deadline x method x seed) ->
 # deploy (the periodic simulation of each co-mapping) -> report.
 # `snakemake --cores 2 dataflow --config overrides='[dataflow=ch5-motivational]'` (results/dataflow/<case>/<platform>/).
-from dse.workflow.dataflow import plan_dataflow
-
-DATAFLOW = None
-
-
-def _dplans():
-    global DATAFLOW
-    if DATAFLOW is None:
-        try:
-            DATAFLOW = plan_dataflow(config)
-        except DseError as exc:
-            raise WorkflowError(f"bad dataflow configuration: {exc}") from None
-    return DATAFLOW
-
-
-def _dplan(ddir):
-    if ddir not in _dplans():
-        raise WorkflowError(f"{ddir} is not a planned dataflow case; planned: {', '.join(_dplans())}")
-    return _dplans()[ddir]
-
-
 wildcard_constraints:
     ddir=r"(.+/)?dataflow/[^/]+/[^/]+",
     dpart="dataflow|step1|platform",
@@ -34,8 +13,12 @@ rule dataflow_configure:
     output:
         "{ddir}/config/{dpart}.yaml",
     params:
-        text=lambda wc: _dplan(wc.ddir).parts[wc.dpart],
+        text=lambda wc: dataflow_plan(wc.ddir).parts[wc.dpart],
     localrule: True
+    log:
+        "{ddir}/logs/configure-{dpart}.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -44,8 +27,12 @@ rule dataflow_resolved_config:
     output:
         "{ddir}/config.yaml",
     params:
-        text=lambda wc: _dplan(wc.ddir).resolved,
+        text=lambda wc: dataflow_plan(wc.ddir).resolved,
     localrule: True
+    log:
+        "{ddir}/logs/resolved-config.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -63,8 +50,10 @@ rule dataflow_pareto:
         "{ddir}/logs/pareto-{network}.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-pareto {wildcards.ddir} --network {wildcards.network} 2> >(tee {log} >&2)"
+        f"{DSE} workflow multi-pareto {{wildcards.ddir}} --network {{wildcards.network}} 2> >(tee {{log}} >&2)"
 
 
 rule dataflow_comap:
@@ -72,13 +61,15 @@ rule dataflow_comap:
     input:
         "{ddir}/config/dataflow.yaml",
         "{ddir}/config/platform.yaml",
-        lambda wc: [f"{wc.ddir}/{k}/{n}.parquet" for n in _dplan(wc.ddir).networks for k in ("pareto", "tasks")],
+        lambda wc: [f"{wc.ddir}/{k}/{n}.parquet" for n in dataflow_plan(wc.ddir).networks for k in ("pareto", "tasks")],
     output:
         "{ddir}/comap/{djob}.json",
     log:
         "{ddir}/logs/comap-{djob}.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow dataflow-comap {wildcards.ddir} --job {wildcards.djob} 2> >(tee {log} >&2)"
+        f"{DSE} workflow dataflow-comap {{wildcards.ddir}} --job {{wildcards.djob}} 2> >(tee {{log}} >&2)"
 
 
 rule dataflow_deploy:
@@ -91,25 +82,29 @@ rule dataflow_deploy:
         "{ddir}/logs/deploy-{djob}.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow dataflow-deploy {wildcards.ddir} --job {wildcards.djob} 2> >(tee {log} >&2)"
+        f"{DSE} workflow dataflow-deploy {{wildcards.ddir}} --job {{wildcards.djob}} 2> >(tee {{log}} >&2)"
 
 
 rule dataflow_report:
     """Relative fitness and search time per deadline (Figs. 5.6-5.9), deployment check, dataflow.parquet."""
     input:
-        lambda wc: _dplan(wc.ddir).job_files(wc.ddir, "comap", "json") + _dplan(wc.ddir).job_files(wc.ddir, "deploy", "parquet"),
+        lambda wc: dataflow_plan(wc.ddir).job_files(wc.ddir, "comap", "json") + dataflow_plan(wc.ddir).job_files(wc.ddir, "deploy", "parquet"),
         "{ddir}/config.yaml",
     output:
         "{ddir}/dataflow.md",
         "{ddir}/dataflow.parquet",
     log:
         "{ddir}/logs/report.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow dataflow-report {wildcards.ddir} 2> >(tee {log} >&2)"
+        f"{DSE} workflow dataflow-report {{wildcards.ddir}} 2> >(tee {{log}} >&2)"
 
 
 rule dataflow:
     """Target: the dataflow case of the overrides (default ch5-motivational on the virtual Xavier)."""
     input:
-        lambda wc: [f for ddir, plan in _dplans().items() for f in plan.files(ddir)],
+        family_files(dataflow_plans),

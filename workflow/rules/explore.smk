@@ -17,9 +17,11 @@ rule maximize:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: _plan(wc.run).runtime_min,
+        runtime=lambda wc: run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow maximize {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow maximize {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule explore_option:
@@ -34,22 +36,28 @@ rule explore_option:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: _plan(wc.run).runtime_min,
+        runtime=lambda wc: run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow explore {wildcards.run} --option {wildcards.option} 2> >(tee {log} >&2)"
+        f"{DSE} workflow explore {{wildcards.run}} --option {{wildcards.option}} 2> >(tee {{log}} >&2)"
 
 
 rule select_option:
     """The mapping option with the best FPS, and the shortlist within search.refine_within of it."""
     input:
-        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=_plan(wc.run).options),
+        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=run_plan(wc.run).options),
     output:
         "{run}/selected.json",
     params:
-        options=lambda wc: ",".join(_plan(wc.run).options),
+        options=lambda wc: ",".join(run_plan(wc.run).options),
     localrule: True
+    log:
+        "{run}/logs/select.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow select {wildcards.run} --options {params.options}"
+        f"{DSE} workflow select {{wildcards.run}} --options {{params.options}} 2> >(tee {{log}} >&2)"
 
 
 rule search:
@@ -57,7 +65,7 @@ rule search:
     maximizer (no per-option jobs). search.strategy=proposed: global + local search (Algorithms 2 and 3, T lowered
     greedily) on each shortlisted option."""
     input:
-        lambda wc: f"{wc.run}/maximize.json" if _plan(wc.run).strategy == "guided" else f"{wc.run}/selected.json",
+        lambda wc: f"{wc.run}/maximize.json" if run_plan(wc.run).strategy == "guided" else f"{wc.run}/selected.json",
     output:
         "{run}/search.json",
     log:
@@ -66,9 +74,11 @@ rule search:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: _plan(wc.run).runtime_min,
+        runtime=lambda wc: run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow search {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow search {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule finetune:
@@ -83,9 +93,11 @@ rule finetune:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: _plan(wc.run).runtime_min,
+        runtime=lambda wc: run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow finetune {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow finetune {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule clocks:
@@ -103,6 +115,8 @@ rule clocks:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: _plan(wc.run).runtime_min,
+        runtime=lambda wc: run_plan(wc.run).runtime_min,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow clocks {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow clocks {{wildcards.run}} 2> >(tee {{log}} >&2)"

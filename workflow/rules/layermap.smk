@@ -17,8 +17,10 @@ rule layermap_profile:
         "{run}/logs/layermap-profile.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow layermap-profile {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow layermap-profile {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule layermap_solve:
@@ -35,8 +37,10 @@ rule layermap_solve:
         cap=r"[0-9.]+",
     log:
         "{run}/logs/layermap-{method}_{cpu}_{cap}.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow layermap-solve {wildcards.run} --method {wildcards.method} --cpu {wildcards.cpu} "
+        f"{DSE} workflow layermap-solve {{wildcards.run}} --method {{wildcards.method}} --cpu {{wildcards.cpu}} "
         "--cap {wildcards.cap} 2> >(tee {log} >&2)"
 
 
@@ -52,8 +56,10 @@ rule layermap_pareto:
         "{run}/plots/layermap_pareto.png",
     log:
         "{run}/logs/layermap-pareto.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow layermap-pareto {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow layermap-pareto {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule layermap_merge:
@@ -73,8 +79,10 @@ rule layermap_merge:
         "{run}/logs/layermap-merge.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow layermap-merge {wildcards.run} 2> >(tee {log} >&2)"
+        f"{DSE} workflow layermap-merge {{wildcards.run}} 2> >(tee {{log}} >&2)"
 
 
 rule layermap:

@@ -2,28 +2,6 @@
 # pareto (one job per network) -> powerfit -> combine (one job per FSM x method) -> freqtable -> deploy -> report.
 # `snakemake --cores 2 multi --config overrides='[multi=ch4-alpha]'` (results/multi/<case>/<platform>/).
 # Each job reads only its config parts, so changing the GA sizes reruns combine and what follows, not step 1.
-from dse.workflow.multi import plan_multi
-
-
-def _multi_plans():
-    try:
-        return plan_multi(config)
-    except DseError as exc:
-        raise WorkflowError(f"bad multi configuration: {exc}") from None
-
-
-MULTI = None
-
-
-def _mplan(mdir):
-    global MULTI
-    if MULTI is None:
-        MULTI = _multi_plans()
-    if mdir not in MULTI:
-        raise WorkflowError(f"{mdir} is not a planned multi case; planned: {', '.join(MULTI)}")
-    return MULTI[mdir]
-
-
 wildcard_constraints:
     mdir=r"(.+/)?multi/[^/]+/[^/]+",
     mpart="multi|step1|platform",
@@ -36,8 +14,12 @@ rule multi_configure:
     output:
         "{mdir}/config/{mpart}.yaml",
     params:
-        text=lambda wc: _mplan(wc.mdir).parts[wc.mpart],
+        text=lambda wc: multi_plan(wc.mdir).parts[wc.mpart],
     localrule: True
+    log:
+        "{mdir}/logs/configure-{mpart}.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -46,8 +28,12 @@ rule multi_resolved_config:
     output:
         "{mdir}/config.yaml",
     params:
-        text=lambda wc: _mplan(wc.mdir).resolved,
+        text=lambda wc: multi_plan(wc.mdir).resolved,
     localrule: True
+    log:
+        "{mdir}/logs/resolved-config.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -65,8 +51,10 @@ rule multi_pareto:
         "{mdir}/logs/pareto-{network}.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-pareto {wildcards.mdir} --network {wildcards.network} 2> >(tee {log} >&2)"
+        f"{DSE} workflow multi-pareto {{wildcards.mdir}} --network {{wildcards.network}} 2> >(tee {{log}} >&2)"
 
 
 rule multi_powerfit:
@@ -74,7 +62,7 @@ rule multi_powerfit:
     input:
         "{mdir}/config/step1.yaml",
         "{mdir}/config/platform.yaml",
-        lambda wc: [f"{wc.mdir}/pareto/{n}.parquet" for n in _mplan(wc.mdir).networks],
+        lambda wc: [f"{wc.mdir}/pareto/{n}.parquet" for n in multi_plan(wc.mdir).networks],
     output:
         "{mdir}/powerfit.json",
         "{mdir}/powerfit.parquet",
@@ -82,8 +70,10 @@ rule multi_powerfit:
         "{mdir}/logs/powerfit.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-powerfit {wildcards.mdir} 2> >(tee {log} >&2)"
+        f"{DSE} workflow multi-powerfit {{wildcards.mdir}} 2> >(tee {{log}} >&2)"
 
 
 rule multi_global:
@@ -91,7 +81,7 @@ rule multi_global:
     input:
         "{mdir}/config/multi.yaml",
         "{mdir}/powerfit.json",
-        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in _mplan(wc.mdir).networks for k in ("pareto", "tasks")],
+        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in multi_plan(wc.mdir).networks for k in ("pareto", "tasks")],
     output:
         "{mdir}/global/{gmethod}.json",
     wildcard_constraints:
@@ -100,13 +90,10 @@ rule multi_global:
         "{mdir}/logs/global-{gmethod}.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-global {wildcards.mdir} --method {wildcards.gmethod} 2> >(tee {log} >&2)"
-
-
-def _global_input(wc):
-    kind = {"GB": "GB", "PR-GB": "GB", "SOTA": "SOTA"}.get(wc.mmethod)
-    return [f"{wc.mdir}/global/{kind}.json"] if kind else []
+        f"{DSE} workflow multi-global {{wildcards.mdir}} --method {{wildcards.gmethod}} 2> >(tee {{log}} >&2)"
 
 
 rule multi_combine:
@@ -114,14 +101,16 @@ rule multi_combine:
     input:
         "{mdir}/config/multi.yaml",
         "{mdir}/powerfit.json",
-        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in _mplan(wc.mdir).networks for k in ("pareto", "tasks")],
-        _global_input,
+        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in multi_plan(wc.mdir).networks for k in ("pareto", "tasks")],
+        multi_global_input,
     output:
         "{mdir}/combine/{fsm}-{mmethod}.json",
     log:
         "{mdir}/logs/combine-{fsm}-{mmethod}.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-combine {wildcards.mdir} --fsm {wildcards.fsm} --method {wildcards.mmethod} "
+        f"{DSE} workflow multi-combine {{wildcards.mdir}} --fsm {{wildcards.fsm}} --method {{wildcards.mmethod}} "
         "2> >(tee {log} >&2)"
 
 
@@ -133,8 +122,10 @@ rule multi_freqtable:
         "{mdir}/freqtable/{fsm}-{mmethod}.parquet",
     log:
         "{mdir}/logs/freqtable-{fsm}-{mmethod}.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-freqtable {wildcards.mdir} --fsm {wildcards.fsm} --method {wildcards.mmethod} "
+        f"{DSE} workflow multi-freqtable {{wildcards.mdir}} --fsm {{wildcards.fsm}} --method {{wildcards.mmethod}} "
         "2> >(tee {log} >&2)"
 
 
@@ -148,33 +139,30 @@ rule multi_deploy:
         "{mdir}/logs/deploy-{fsm}-{mmethod}.log",
     resources:
         board=1,
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-deploy {wildcards.mdir} --fsm {wildcards.fsm} --method {wildcards.mmethod} "
+        f"{DSE} workflow multi-deploy {{wildcards.mdir}} --fsm {{wildcards.fsm}} --method {{wildcards.mmethod}} "
         "2> >(tee {log} >&2)"
 
 
 rule multi_report:
     """Table 4.8-style grid, energy ratios, frequency tables, Gantt of one hyperperiod, the JEDI/nvpmodel export."""
     input:
-        lambda wc: _mplan(wc.mdir).combine_files(wc.mdir) + _mplan(wc.mdir).combine_files(wc.mdir, "deploy", "parquet"),
+        lambda wc: multi_plan(wc.mdir).combine_files(wc.mdir) + multi_plan(wc.mdir).combine_files(wc.mdir, "deploy", "parquet"),
         "{mdir}/config.yaml",
     output:
         "{mdir}/multi.md",
         "{mdir}/plots/multi_fps.png",
     log:
         "{mdir}/logs/report.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow multi-report {wildcards.mdir} 2> >(tee {log} >&2)"
+        f"{DSE} workflow multi-report {{wildcards.mdir}} 2> >(tee {{log}} >&2)"
 
 
 rule multi:
     """Target: the multi-network case of the overrides (default ch4-alpha on the virtual Xavier)."""
     input:
-        lambda wc: [f for mdir, plan in _mplan_all().items() for f in plan.files(mdir)],
-
-
-def _mplan_all():
-    global MULTI
-    if MULTI is None:
-        MULTI = _multi_plans()
-    return MULTI
+        family_files(multi_plans),

@@ -1,27 +1,6 @@
 # Energy/frequency Pareto search of seed 001 (Tang et al., dse/workflow/pareto.py): NSGA-II over per-layer mappings
 # x CPU-cluster and GPU clocks on a clocked board, against TensorRT over every clock pair, both re-measured.
 # `snakemake --cores 2 pareto --config overrides='[platform=tx2-sim,benchmark=vgg19]'` (results/pareto/<platform>/<net>/).
-from dse.workflow.pareto import plan_pareto
-
-PARETO = None
-
-
-def _pplans():
-    global PARETO
-    if PARETO is None:
-        try:
-            PARETO = plan_pareto(config)
-        except DseError as exc:
-            raise WorkflowError(f"bad pareto configuration: {exc}") from None
-    return PARETO
-
-
-def _pplan(pdir):
-    if pdir not in _pplans():
-        raise WorkflowError(f"{pdir} is not a planned pareto run; planned: {', '.join(_pplans())}")
-    return _pplans()[pdir]
-
-
 wildcard_constraints:
     pdir=r"(.+/)?pareto/[^/]+/[^/]+",
     ppart="pareto|platform",
@@ -32,8 +11,12 @@ rule pareto_configure:
     output:
         "{pdir}/config/{ppart}.yaml",
     params:
-        text=lambda wc: _pplan(wc.pdir).parts[wc.ppart],
+        text=lambda wc: pareto_plan(wc.pdir).parts[wc.ppart],
     localrule: True
+    log:
+        "{pdir}/logs/configure-{ppart}.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -42,8 +25,12 @@ rule pareto_resolved_config:
     output:
         "{pdir}/config.yaml",
     params:
-        text=lambda wc: _pplan(wc.pdir).resolved,
+        text=lambda wc: pareto_plan(wc.pdir).resolved,
     localrule: True
+    log:
+        "{pdir}/logs/resolved-config.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -59,11 +46,13 @@ rule pareto_search:
         "{pdir}/plots/pareto_front.png",
     log:
         "{pdir}/logs/pareto.log",
+    conda:
+        ENV
     shell:
-        "{DSE} workflow pareto {wildcards.pdir} 2> >(tee {log} >&2)"
+        f"{DSE} workflow pareto {{wildcards.pdir}} 2> >(tee {{log}} >&2)"
 
 
 rule pareto:
     """Target: the energy/frequency Pareto search of the overrides' network and board."""
     input:
-        lambda wc: [f for pdir, plan in _pplans().items() for f in plan.files(pdir)],
+        family_files(pareto_plans),

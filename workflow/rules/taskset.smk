@@ -2,27 +2,6 @@
 # scenario (independent), then the report (Tables 5-7 and Figs. 10-12 analogs).
 # `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]';
 # variants measured by the evaluator first: --config overrides='[taskset=zoo-xavier]'.
-from dse.workflow.taskset import plan_taskset
-
-TASKSET = None
-
-
-def _tplans():
-    global TASKSET
-    if TASKSET is None:
-        try:
-            TASKSET = plan_taskset(config)
-        except DseError as exc:
-            raise WorkflowError(f"bad taskset configuration: {exc}") from None
-    return TASKSET
-
-
-def _tplan(tdir):
-    if tdir not in _tplans():
-        raise WorkflowError(f"{tdir} is not a planned taskset campaign; planned: {', '.join(_tplans())}")
-    return _tplans()[tdir]
-
-
 wildcard_constraints:
     tdir=r"(.+/)?taskset/[^/]+/[^/]+",
     scenario=r"[A-Za-z0-9_-]+",
@@ -33,8 +12,12 @@ rule taskset_configure:
     output:
         "{tdir}/config/taskset.yaml",
     params:
-        text=lambda wc: _tplan(wc.tdir).part,
+        text=lambda wc: taskset_plan(wc.tdir).part,
     localrule: True
+    log:
+        "{tdir}/logs/configure.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -43,8 +26,12 @@ rule taskset_resolved_config:
     output:
         "{tdir}/config.yaml",
     params:
-        text=lambda wc: _tplan(wc.tdir).resolved,
+        text=lambda wc: taskset_plan(wc.tdir).resolved,
     localrule: True
+    log:
+        "{tdir}/logs/resolved-config.log",
+    conda:
+        ENV
     script:
         "../scripts/write_text.py"
 
@@ -58,38 +45,44 @@ rule taskset_variants:
         "{tdir}/variants.parquet",
     log:
         "{tdir}/logs/variants.log",
+    conda:
+        ENV
     shell:
-        "{DSE} taskset variants {wildcards.tdir} 2> >(tee {log} >&2)"
+        f"{DSE} taskset variants {{wildcards.tdir}} 2> >(tee {{log}} >&2)"
 
 
 rule taskset_campaign:
     """One scenario: N sets per threshold, each decided under every configuration (bound, greedy, HiGHS)."""
     input:
-        lambda wc: _tplan(wc.tdir).campaign_inputs(wc.tdir),
+        lambda wc: taskset_plan(wc.tdir).campaign_inputs(wc.tdir),
     output:
         "{tdir}/campaign/{scenario}.parquet",
         "{tdir}/campaign/{scenario}.json",
     log:
         "{tdir}/logs/campaign-{scenario}.log",
+    conda:
+        ENV
     shell:
-        "{DSE} taskset campaign {wildcards.tdir} --scenario {wildcards.scenario} 2> >(tee {log} >&2)"
+        f"{DSE} taskset campaign {{wildcards.tdir}} --scenario {{wildcards.scenario}} 2> >(tee {{log}} >&2)"
 
 
 rule taskset_report:
     """Success ratio and mean instances per threshold x configuration (taskset.parquet, taskset.md, plots)."""
     input:
-        lambda wc: _tplan(wc.tdir).campaign_files(wc.tdir),
+        lambda wc: taskset_plan(wc.tdir).campaign_files(wc.tdir),
         "{tdir}/config.yaml",
     output:
         "{tdir}/taskset.md",
         "{tdir}/taskset.parquet",
     log:
         "{tdir}/logs/report.log",
+    conda:
+        ENV
     shell:
-        "{DSE} taskset report {wildcards.tdir} > /dev/null 2> >(tee {log} >&2)"
+        f"{DSE} taskset report {{wildcards.tdir}} > /dev/null 2> >(tee {{log}} >&2)"
 
 
 rule taskset:
     """Target: every scenario of the taskset config (default apollo-xavier: nvdla, gpu-tc, gpu-rc)."""
     input:
-        lambda wc: [f for tdir, plan in _tplans().items() for f in plan.files(tdir)],
+        family_files(taskset_plans),

@@ -1,0 +1,112 @@
+# Shared by the workflow's files: how a job calls dse, the planned runs of this invocation, and the lazy planners of
+# the other target families. Planning imports only what it needs: each family's planner module is imported the
+# first time one of its targets is asked for, so a plain `snakemake` never pays for the others.
+import os
+import sys
+from importlib import import_module
+from pathlib import Path
+
+from snakemake.settings.types import DeploymentMethod
+
+from dse.errors import DseError
+from dse.farm.lease import BOARDS_ENV, parse_farm
+from dse.workflow.plan import PARTS, plan_runs
+
+# Jobs run dse with this process's interpreter (the environment snakemake was installed in); with
+# `--sdm conda` they run in the environment of workflow/envs/dse.yaml instead.
+IN_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+PYTHON = "python" if IN_CONDA else sys.executable
+DSE = f"{PYTHON} -m dse"
+ENV = "../envs/dse.yaml"
+REPO = Path(workflow.main_snakefile).resolve().parent  # the repository, where the bench package lives
+
+try:
+    RUNS = plan_runs(config)  # composes + validates every config before any job runs; writes nothing
+    if config.get("boards"):  # a farm: each measuring job leases one of these boards (dse/farm/lease.py)
+        os.environ[BOARDS_ENV] = ",".join(parse_farm(config["boards"]))
+except DseError as exc:
+    raise WorkflowError(f"bad configuration: {exc}") from None
+
+
+def targets(family):
+    """Input function of a target: every planned run's outputs of ``family`` ("pipeline", "layermap"); evaluated
+    only when the target is asked for, so a board that cannot run the other family is refused by name."""
+    def inputs(wildcards):
+        try:
+            return [f for run, plan in RUNS.items() for f in plan.targets(family, run)]
+        except DseError as exc:
+            raise WorkflowError(str(exc)) from None
+    return inputs
+
+
+def comparisons(wildcards):
+    """The comparison of every planned run that the pipeline explores."""
+    return [str(Path(f).with_name("comparison.md")) for f in targets("pipeline")(wildcards)
+            if Path(f).name == "report.md"]
+
+
+def run_plan(run):
+    """The plan of a run of this invocation, or of a study's point (studies are planned on first use)."""
+    if run in RUNS:
+        return RUNS[run]
+    plan = study_point(run) if "studies/" in run else None
+    if plan is not None:
+        return plan
+    raise WorkflowError(f"{run} is not a planned run directory; planned: {', '.join(RUNS)}")
+
+
+def lazy_plans(label, planner):
+    """(all plans, the plan of one directory) of a target family, planned on first use by ``planner``
+    ("module:function", called with the Snakemake config); a bad value is a WorkflowError naming it."""
+    plans = {}
+
+    def all_plans():
+        if "" not in plans:
+            module_name, function = planner.split(":")
+            try:
+                plans[""] = getattr(import_module(module_name), function)(config)
+            except DseError as exc:
+                raise WorkflowError(f"bad {label} configuration: {exc}") from None
+        return plans[""]
+
+    def plan_of(directory):
+        if directory not in all_plans():
+            raise WorkflowError(f"{directory} is not a planned {label}; planned: {', '.join(all_plans())}")
+        return all_plans()[directory]
+
+    all_plans.planned = lambda: "" in plans
+    return all_plans, plan_of
+
+
+def family_files(all_plans):
+    """Input function of a family's target: the outputs of every one of its planned directories."""
+    return lambda wildcards: [f for directory, plan in all_plans().items() for f in plan.files(directory)]
+
+
+multi_plans, multi_plan = lazy_plans("multi case", "dse.workflow.multi:plan_multi")
+dataflow_plans, dataflow_plan = lazy_plans("dataflow case", "dse.workflow.dataflow:plan_dataflow")
+taskset_plans, taskset_plan = lazy_plans("taskset campaign", "dse.workflow.taskset:plan_taskset")
+pareto_plans, pareto_plan = lazy_plans("pareto run", "dse.workflow.pareto:plan_pareto")
+study_plans, study_plan = lazy_plans("study", "dse.workflow.study:plan_study")
+STUDY_POINTS = {}
+
+
+def study_point(run):
+    """A study point's plan: from the whole study where this process planned it (the submitting one), else that
+    point alone (a job inside a cluster job needs only its own run); None if ``run`` is no point of the study."""
+    if study_plans.planned():
+        return next((plan.runs[run] for plan in study_plans().values() if run in plan.runs), None)
+    if run not in STUDY_POINTS:
+        from dse.workflow.study import plan_study_point
+
+        try:
+            STUDY_POINTS[run] = plan_study_point(config, run)
+        except DseError as exc:
+            raise WorkflowError(f"bad study configuration: {exc}") from None
+    return STUDY_POINTS[run]
+
+
+def multi_global_input(wildcards):
+    """The static mapping a multi method starts from (GB and PR-GB: GB's; SOTA: its own), or nothing."""
+    kind = {"GB": "GB", "PR-GB": "GB", "SOTA": "SOTA"}.get(wildcards.mmethod)
+    return [f"{wildcards.mdir}/global/{kind}.json"] if kind else []
