@@ -43,8 +43,8 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
     from dse.workflow.phases import search_setup
 
     with tempfile.TemporaryDirectory(prefix="dse-dram-") as tmp:
-        backend = search_setup(network, precision, Path(tmp), platform, ("platform.noise.sigma=0",))[2]
-        a, b = (demand(backend, Configuration.from_dict(configs[o])) for o in ("PND-A", "PND-B"))
+        _, analysis, backend, *_ = search_setup(network, precision, Path(tmp), platform, ("platform.noise.sigma=0",))
+        a, b = (demand(backend, Configuration.from_dict({**configs[o], "model_digest": analysis.digest})) for o in ("PND-A", "PND-B"))
     lead = b["fps"] / a["fps"] - 1
     dla_ratio = b["dla_sees_gbs"] / a["dla_sees_gbs"]
     # PND-B's DLAs slow at most this much more than PND-A's (its GPU, seeing less traffic, slows less)

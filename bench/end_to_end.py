@@ -95,12 +95,47 @@ def cold_and_warm(python: str, repo: Path, cores: int, overrides: str | None, ke
             shutil.rmtree(wd, ignore_errors=True)
 
 
+def confirm_answers(answers: list[dict], repeats: int) -> list[dict]:
+    """Each distinct answer re-measured on this checkout's board with fresh noise (repeats CONFIRM_FIRST ...),
+    beside its noise-free true FPS: answers that differ only by a noise draw score alike here."""
+    from bench.reference import CONFIRM_FIRST, remeasure
+    from dse.backends.sim.truth import noise_free
+    from dse.configuration import Configuration
+    from dse.workflow.phases import search_setup
+
+    first = answers[0]
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-confirm-") as tmp:
+        _, analysis, backend, *_ = search_setup(first["benchmark"], first["precision"], Path(tmp), first["platform"])
+        true = noise_free(first["benchmark"], first["precision"], Path(tmp), first["platform"], ())
+        out = []
+        for a in answers:
+            config = Configuration.from_dict({**a, "model_digest": analysis.digest})
+            fps = remeasure(backend, config, repeats, CONFIRM_FIRST)
+            out.append({"answer": a, "fps_mean": round(statistics.mean(fps), 2),
+                        "fps_std": round(statistics.stdev(fps), 2) if len(fps) > 1 else 0.0,
+                        "true_fps": round(true(config), 2)})
+    return out
+
+
 def summary(runs: list[dict]) -> dict:
     """Medians over runs of the budgeted figures."""
     return {"cold_s": statistics.median(r["cold"]["wall_s"] for r in runs),
             "warm_s": statistics.median(r["warm"]["wall_s"] for r in runs),
             "peak_rss_mib": max(max(r["cold"]["max_rss_mib"], r["warm"]["max_rss_mib"]) for r in runs),
             "run_dir_mb": max(r["run_dir_mb"] or 0.0 for r in runs)}
+
+
+def add_baseline_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout to measure beside this one")
+    ap.add_argument("--baseline-python", default=None, help="the interpreter of the baseline's environment")
+
+
+def sides_of(args, ap: argparse.ArgumentParser) -> dict[str, tuple[str, Path]]:
+    """{side: (python, checkout)}: this checkout, after the baseline's where one is given."""
+    if (args.baseline is None) != (args.baseline_python is None):
+        ap.error("--baseline and --baseline-python go together")
+    this = {"this": (sys.executable, REPO)}
+    return {"baseline": (args.baseline_python, args.baseline.resolve()), **this} if args.baseline else this
 
 
 LABELS = {"cold_s": "cold run, s", "warm_s": "warm run (nothing to do), s", "peak_rss_mib": "peak RSS of any job, MiB",
@@ -119,7 +154,12 @@ def markdown(result: dict) -> str:
         lines.append(row)
     if base:
         lines.append(f"\nSame answer (option, cuts, streams, buffers, threads) as the baseline: "
-                     f"{'yes' if result['same_answer'] else '**no**'}.")
+                     f"{'yes' if result['same_answer'] else 'no'}.")
+    for c in result.get("answers_confirmed", []):
+        a = c["answer"]
+        lines.append(f"- {a['option']} cuts {a['cuts']} streams {a['streams']} buffers {a['buffers']} threads "
+                     f"{a['pre_threads']}/{a['post_threads']}: {c['fps_mean']} +- {c['fps_std']} FPS re-measured, "
+                     f"true {c['true_fps']}")
     return "\n".join(lines)
 
 
@@ -128,9 +168,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--overrides", default=None, help="Hydra overrides for --config overrides=... (default: none)")
     ap.add_argument("--keep", type=Path, default=None, help="run in this directory (emptied first) and keep it")
-    ap.add_argument("--baseline", type=Path, default=None, help="another checkout to measure beside this one")
-    ap.add_argument("--baseline-python", default=None, help="the interpreter of the baseline's environment")
+    add_baseline_args(ap)
     ap.add_argument("--pairs", type=int, default=1, help="alternated (baseline, this) pairs with --baseline")
+    ap.add_argument("--confirm", type=int, default=10,
+                    help="fresh-noise re-runs of each answer where this checkout's and the baseline's differ")
     ap.add_argument("--output", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the table of the stored result and stop")
     args = ap.parse_args(argv)
@@ -139,12 +180,7 @@ def main(argv=None) -> int:
 
         print(markdown(json.loads(args.output.read_text())))
         return 0
-    if (args.baseline is None) != (args.baseline_python is None):
-        ap.error("--baseline and --baseline-python go together")
-
-    sides = {"this": (sys.executable, REPO)}
-    if args.baseline:
-        sides = {"baseline": (args.baseline_python, args.baseline.resolve()), **sides}
+    sides = sides_of(args, ap)
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for _ in range(args.pairs if args.baseline else 1):
         for side, (python, repo) in sides.items():
@@ -163,6 +199,13 @@ def main(argv=None) -> int:
         result["ratio"] = {k: round(this[k] / base[k], 3) if base[k] else None for k in BUDGETS}
         result["same_answer"] = all(r["answer"] == runs["baseline"][0]["answer"] for rs in runs.values() for r in rs)
         result["baseline"] = str(args.baseline)
+        if not result["same_answer"] and args.overrides is None:
+            distinct = [a for i, a in enumerate(r["answer"] for rs in runs.values() for r in rs)
+                        if a not in [r["answer"] for rs in runs.values() for r in rs][:i]]
+            result["answers_confirmed"] = confirm_answers(distinct, args.confirm)
+            for c in result["answers_confirmed"]:
+                print(f"answer {c['answer']['option']} {c['answer']['cuts']} {c['answer']['streams']}: "
+                      f"{c['fps_mean']} +- {c['fps_std']} FPS over {args.confirm} fresh runs, true {c['true_fps']}")
     for k, limit in BUDGETS.items():
         line = f"{k}: {this[k]:g} (budget {limit:g}: {'met' if result['met'][k] else 'missed'})"
         if args.baseline:

@@ -1,6 +1,7 @@
 """What each job of the default run pays besides measuring: its wall time rerun on a finished run (every measurement
 cached, so what is left is the interpreter, the imports, reading the run and the strategy's own work) and the
-heaviest top-level imports by ``python -X importtime``.
+heaviest packages it imports (``python -X importtime``: each third-party package's cumulative import time where it is
+first imported).
 
 The finished run is made first in a fresh directory (``bench.end_to_end``'s cold run). With ``--baseline CHECKOUT
 --baseline-python PYTHON`` the same is measured for another checkout in its own environment, for a paired
@@ -14,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.end_to_end import REPO, cold_and_warm
+from bench.end_to_end import add_baseline_args, cold_and_warm, sides_of
 from bench.machine import write_result
 
 OUT = Path(__file__).resolve().parent / "results" / "job_startup.json"
@@ -27,15 +27,17 @@ JOBS = ("analyze", "maximize", "search", "finetune", "report")
 
 
 def top_imports(stderr: str, top: int) -> list[list]:
-    """[[module, cumulative ms], ...] of the top-level imports (not nested in another), heaviest first."""
-    rows = []
+    """[[package, ms], ...] of the third-party packages imported, heaviest first: per package the largest
+    cumulative time of one of its modules (e.g. ``scipy.optimize``, with what it imports in turn)."""
+    cost: dict[str, float] = {}
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line:
             continue
         _, cumulative, name = line.split("|")
-        if cumulative.strip().isdigit() and not name.startswith("  "):
-            rows.append([name.strip(), round(int(cumulative) / 1000, 1)])
-    return sorted(rows, key=lambda r: -r[1])[:top]
+        root = name.strip().split(".")[0]
+        if cumulative.strip().isdigit() and not root.startswith(("_", "dse", "bench")):
+            cost[root] = max(cost.get(root, 0.0), round(int(cumulative) / 1000, 1))
+    return [list(kv) for kv in sorted(cost.items(), key=lambda kv: -kv[1])[:top]]
 
 
 def job_costs(python: str, workdir: Path, run: str, repeats: int, top: int) -> dict:
@@ -70,8 +72,7 @@ def markdown(result: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", type=Path, default=None)
-    ap.add_argument("--baseline-python", default=None)
+    add_baseline_args(ap)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--top", type=int, default=6)
     ap.add_argument("--output", type=Path, default=OUT)
@@ -80,11 +81,7 @@ def main(argv=None) -> int:
     if args.markdown:
         print(markdown(json.loads(args.output.read_text())))
         return 0
-    if (args.baseline is None) != (args.baseline_python is None):
-        ap.error("--baseline and --baseline-python go together")
-    sides = {"this": (sys.executable, REPO)}
-    if args.baseline:
-        sides = {"baseline": (args.baseline_python, args.baseline.resolve()), **sides}
+    sides = sides_of(args, ap)
     jobs = {}
     with tempfile.TemporaryDirectory(prefix="bench-jobs-") as tmp:
         for side, (python, repo) in sides.items():

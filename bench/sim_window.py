@@ -49,9 +49,9 @@ def row(network: str, precision: str, published: str, configs: dict, platform: s
     fps: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="dse-window-") as tmp:
         for window, overrides in WINDOWS.items():
-            board = search_setup(network, precision, Path(tmp) / window, platform,
-                                 ("platform.noise.sigma=0", *overrides))[2]
-            fps[window] = {o: round(statistics.mean(board.measure(Configuration.from_dict(c), repeat=r).fps
+            _, analysis, board, *_ = search_setup(network, precision, Path(tmp) / window, platform,
+                                                  ("platform.noise.sigma=0", *overrides))
+            fps[window] = {o: round(statistics.mean(board.measure(Configuration.from_dict({**c, "model_digest": analysis.digest}), repeat=r).fps
                                                     for r in range(DRAWS)), 2) for o, c in configs.items()}
     best = {w: max(v, key=v.get) for w, v in fps.items()}
     return {"network": network, "precision": precision, "published": published, "fps": fps,

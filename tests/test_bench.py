@@ -391,3 +391,20 @@ def test_guided_summary_counts_each_bench_and_method():
     table = summary({"xavier": {"rows": [row(1.0), row(0.98)]}})
     assert "| xavier | guided | 1/2 (1/2) | 0.990 / 0.980 | 10 | 20 | 1.00 |" in table
     assert "| xavier | default | 0/2 (0/2) |" in table
+
+
+def test_job_startup_reads_importtime_per_package():
+    from bench import job_startup
+
+    stderr = "\n".join([
+        "import time: self [us] | cumulative | imported package",
+        "import time:       100 |        900 |   scipy",
+        "import time:      5000 |     463000 |     scipy.optimize",
+        "import time:       200 |      90000 |   numpy",
+        "import time:      3000 |    1200000 | dse.workflow.phases",
+        "import time:        10 |         10 |   _io",
+    ])
+    assert job_startup.top_imports(stderr, 5) == [["scipy", 463.0], ["numpy", 90.0]]
+    jobs = {job: {"wall_s": 1.0, "imports": [["pandas", 250.0]]} for job in job_startup.JOBS}
+    table = job_startup.markdown({"jobs": {"this": jobs}})
+    assert "| search | 1.00 | pandas 250 |" in table

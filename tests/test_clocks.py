@@ -177,5 +177,10 @@ def test_objective_fps_within_power_modes_answers_inside_them(tiny_detector):
     best = _config(tiny_detector)
     r = clock_phase(probe, XAVIER, [best], EnergySettings(power_modes=("MODE_30W_ALL",), repeats=1))
     assert r.feasible and r.chosen["power_mode"] == "MODE_30W_ALL" and r.reference["power_mode"] == "MAXN"
-    assert r.chosen["gpu_mhz"] == 828.75 and r.chosen["cpu_mhz"] == 1190.4       # the mode's top clocks
+    # inside the mode (828.75 / 1190.4 MHz are its top clocks), and the fastest of it within the noise: the tiny
+    # detector is host-bound, so a lower GPU clock can measure as fast
+    top = next(p for p in r.points if p["power_mode"] == "MODE_30W_ALL" and p["gpu_mhz"] == 828.75
+               and p["cpu_mhz"] == 1190.4)
+    assert r.chosen["gpu_mhz"] <= 828.75 and r.chosen["cpu_mhz"] <= 1190.4
+    assert r.chosen["fps"] >= 0.97 * top["fps"]
     assert EnergySettings(power_modes=("MODE_15W",)).active

@@ -7,7 +7,7 @@ ALL_CORES = 1 << 16
 BENCHES = ["sim_speed", "analysis_speed", "executor_efficiency", "end_to_end", "search_quality", "initial_solution",
            "compare_methods", "layermap_calibration", "layermap_fig14", "layermap_solvers", "dla_fallback",
            "dla_third_party", "multi_ch4", "taskset_003", "taskset_measured", "tx2_calibration", "pareto_tang",
-           "energy_modes", "calibration_decisions"]
+           "energy_modes", "calibration_decisions", "job_startup"]
 
 
 rule bench_module:
