@@ -26,10 +26,10 @@ from typing import Callable
 
 import onnx
 
+from dse.errors import DseError
 from dse.graph import cuts as cutmath
 from dse.graph.cost import layer_macs, small_attrs
 from dse.graph.model import load_model
-from dse.errors import DseError
 from dse.graph.tensors import FLOAT_TYPES, dtype_name, dtype_size, node_reads, static_shape, subgraphs
 from dse.graph.weights import content_id, has_weights, structure_digest, weights_of
 

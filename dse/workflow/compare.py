@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
