@@ -65,7 +65,7 @@ def markdown(result: dict) -> str:
         cells = []
         for s in sides:
             j = result["jobs"][s][job]
-            cells += [f"{j['wall_s']:.2f}", ", ".join(f"{m} {ms:g}" for m, ms in j["imports"][:4])]
+            cells += [f"{j['wall_s']:.2f}", ", ".join(f"{m} {ms:.0f}" for m, ms in j["imports"][:3])]
         lines.append(f"| {job} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

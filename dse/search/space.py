@@ -128,16 +128,19 @@ class SearchSpace:
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""
         cuts = tuple(int(c) for c in cuts)
-        if list(cuts) != sorted(set(cuts)):
-            return f"cuts {list(cuts)} are not strictly increasing"
-        if cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1):
-            return f"cuts {list(cuts)} out of range 0..{self.n_layers - 2}"
-        return self.check_cuts(cuts)
+        return self._malformed(cuts) or self.check_cuts(cuts)
 
     def is_feasible(self, cuts: Sequence[int]) -> bool:
         """``feasibility(cuts) is None``, faster where the network gives ``feasible_tuple``."""
         if self.feasible_tuple is None:
             return self.feasibility(cuts) is None
         cuts = tuple(int(c) for c in cuts)
-        return (list(cuts) == sorted(set(cuts)) and not (cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1))
-                and self.feasible_tuple(cuts))
+        return self._malformed(cuts) is None and self.feasible_tuple(cuts)
+
+    def _malformed(self, cuts: tuple[int, ...]) -> str | None:
+        """Why ``cuts`` is no ordered tuple of this network's positions, or None."""
+        if list(cuts) != sorted(set(cuts)):
+            return f"cuts {list(cuts)} are not strictly increasing"
+        if cuts and (cuts[0] < 0 or cuts[-1] >= self.n_layers - 1):
+            return f"cuts {list(cuts)} out of range 0..{self.n_layers - 2}"
+        return None
