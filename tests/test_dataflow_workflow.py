@@ -10,6 +10,7 @@ import yaml
 
 from dse.dataflow.settings import DataflowSettings
 from dse.errors import DseError
+from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import REPO, _jobs, _workdir, snakemake
 
 CASE = "results/dataflow/tiny/xavier-agx-sim"
@@ -101,3 +102,8 @@ def test_settings_refuse_bad_values(change, message):
     with pytest.raises(DseError, match=message):
         DataflowSettings.resolve({**BASE, **change})
     assert DataflowSettings.resolve(BASE).groups[0].graft == "cvt_NV12_BGR-1"
+
+
+def test_the_tiny_case_is_golden(finished):
+    case = finished / CASE
+    assert_golden("dataflow/tiny.csv", canonical_table(pd.read_parquet(case / "dataflow.parquet")))

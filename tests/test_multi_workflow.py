@@ -7,6 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
+from tests.golden import assert_golden, canonical_json, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
 
 CASE = "results/multi/tiny/xavier-agx-sim"
@@ -71,3 +72,11 @@ def test_bad_cases_refused_before_jobs(tmp_path, override, message):
     wd = _workdir(tmp_path)
     proc = snakemake(wd, "multi", "-n", "--config", f"overrides={override}", check=False)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+
+
+def test_the_tiny_case_is_golden(finished):
+    case = finished / CASE
+    combine = [json.loads(p.read_text()) for p in sorted((case / "combine").glob("*.json"))]
+    assert_golden("multi/tiny-combine.json", canonical_json(combine))
+    deploy = pd.concat(pd.read_parquet(p).assign(file=p.name) for p in sorted((case / "deploy").glob("*.parquet")))
+    assert_golden("multi/tiny-deploy.csv", canonical_table(deploy))

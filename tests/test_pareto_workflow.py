@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
 
 RUN = "results/pareto/tx2-sim/emotion-ferplus"
@@ -47,3 +48,7 @@ def test_rerun_is_noop_and_a_setting_reruns_the_search(finished):
 def test_bad_settings_are_refused_before_any_job(tmp_path, override, message):
     proc = snakemake(_workdir(tmp_path), "pareto", "-n", "--config", f"overrides={override}", check=False)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+
+
+def test_the_front_is_golden(finished):
+    assert_golden("pareto/emotion-ferplus.csv", canonical_table(pd.read_parquet(finished / RUN / "pareto.parquet")))

@@ -7,6 +7,7 @@ from dse.errors import DseError
 from dse.study.settings import StudySettings
 import dse.workflow.plan
 from dse.workflow.study import plan_study, plan_study_point
+from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
 
 GRID = {"benchmarks": ["tiny-chain", "tiny-residual"], "precisions": ["fp16", "int8"], "seeds": [0, 1]}
@@ -71,6 +72,7 @@ def test_study_target_explores_each_point_and_reruns_only_new_ones(tmp_path):
     snakemake(wd, "study", "--config", f"overrides={small}")
     frame = pd.read_parquet(wd / "results/studies/tiny/study.parquet")
     assert list(frame["benchmark"]) == ["tiny-chain", "tiny-residual"]
+    assert_golden("study/tiny.csv", canonical_table(frame))
     assert (frame["fps"] > frame["base_g_fps"]).all() and (frame["tuples"] > 0).all()
     assert set(frame["option"]) <= {"A", "B", "C", "D", "E", "PND-A", "PND-B"}
     assert "onnxruntime" in frame["versions"].iloc[0]

@@ -16,6 +16,7 @@ from dse.taskset.errors import TasksetError
 from dse.taskset.generate import generate_set, set_rng
 from dse.taskset.schedule import Scheduler
 from dse.taskset.variants import OPTIONS, VariantTable, load_table
+from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
 
 pytest.importorskip("pulp")
@@ -189,6 +190,7 @@ def test_taskset_target_runs_every_scenario_and_reruns_nothing(tmp_path):
     tdir = wd / "results" / "taskset" / "apollo-xavier" / "physical"
     summary = pd.read_parquet(tdir / "taskset.parquet")
     assert set(summary.scenario) == {"nvdla", "gpu-tc", "gpu-rc"} and len(summary) == 2 * (5 + 4 + 3)
+    assert_golden("taskset/two-sets.csv", canonical_table(summary))
     assert _jobs(snakemake(wd, "taskset", "-n", "--config", ovr)) == []
     jobs = _jobs(snakemake(wd, "taskset", "-n", "--config", "overrides=[taskset.sets=3,taskset.thresholds=[1.0,1.8]]"))
     assert jobs.count("taskset_campaign") == 3

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from dse.store import read
+from tests.golden import assert_golden, canonical_table
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
@@ -363,3 +364,9 @@ def test_the_report_counts_what_this_search_asked_for(finished):
     header, _, values = [line for line in section.splitlines() if line.startswith("|")][:3]
     cells = dict(zip([c.strip() for c in header.split("|")[1:-1]], [c.strip() for c in values.split("|")[1:-1]]))
     assert int(cells["Measurements"]) == len(asked & set(merged["config_hash"]))
+
+
+def test_the_tiny_run_is_golden(finished):
+    wd, _ = finished
+    assert_golden("pipeline/tiny-best.yaml", (wd / RUN / "best.yaml").read_text(encoding="utf-8"))
+    assert_golden("pipeline/tiny-measurements.csv", canonical_table(pd.read_parquet(wd / RUN / "measurements.parquet")))
