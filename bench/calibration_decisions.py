@@ -3,7 +3,7 @@
 For each of the 18 Table 3.5 rows (9 networks x FP16/INT8, 416x416, batch 1): every mapping option searched
 (global + local), fine-tuned and polished (every parameter value on the noise-free board), each polished
 configuration re-measured 5 times with fresh noise; the virtual board's choice is the best mean
-(``dse.backends.sim.decisions``); the choice by true FPS (no re-run noise) is counted beside it. Targets (issue
+(``dse.calibration.decisions``); the choice by true FPS (no re-run noise) is counted beside it. Targets (issue
 "decisions, not only throughputs"): E for the three tiny networks in INT8; GPU only >= GPU + DLA on Yolov4-tiny FP16;
 Table 3.5's option in >= 12 of 18 rows and within 3 % where it differs.
 
@@ -39,8 +39,8 @@ def polished_rows(doc: str, output: Path, argv=None) -> tuple[argparse.Namespace
 
 
 def main(argv=None) -> int:
-    from dse.backends.sim.calibration import TABLE_3_5
-    from dse.backends.sim.decisions import board_best_table, decide_all, decisions_table, ranking_anchors, readme_table
+    from dse.calibration.anchors import TABLE_3_5
+    from dse.calibration.decisions import board_best_table, decide_all, decisions_table, ranking_anchors, readme_table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="xavier-agx-sim")
@@ -97,8 +97,8 @@ def _merged(parts: list[Path], pairs) -> tuple[list, float, str, list]:
     """The rows of ``parts`` in Table 3.5's order (the last part wins a row found twice), their summed seconds and
     the platform and overrides they share (parts of different platforms or overrides are refused). A row without
     true FPS (decided before they were recorded) gets them from its stored configurations."""
-    from dse.backends.sim.decisions import Decision, with_true
-    from dse.errors import DseError
+    from dse.calibration.decisions import Decision, with_true
+    from dse.core.errors import DseError
 
     loaded = [json.loads(p.read_text()) for p in parts]
     runs = {(d.get("platform"), tuple(d.get("overrides") or ())) for d in loaded}

@@ -1,7 +1,7 @@
 """Thesis Ch. 5 on the virtual Xavier: the motivational example and the random-graph cases, three co-mapping
 methods x deadlines x GA seeds, against the thesis' published shapes (Fig. 5.6-5.9's numbers are lost).
 
-It runs the `dataflow` target's own job functions (``dse.workflow.dataflow``: pareto -> comap -> deploy -> report)
+It runs the `dataflow` target's own job functions (``dse.systems.dataflow.jobs``: pareto -> comap -> deploy -> report)
 into ``--results`` (reusing finished files there; comap jobs two at a time), then checks:
 - HOPES anchors (spec 3.4): the per-kernel GPU WCET sums (mean + 6 std, option E, 256x256) of the four detectors
   within 15 % of the board's (Yolov2tiny 1.297 ms, Yolov3tiny 1.234, Yolov4 7.561, Yolov4csp 6.971);
@@ -34,7 +34,7 @@ SPEEDUP = 3.0
 
 
 def _job(args):
-    from dse.workflow import dataflow
+    from dse.systems.dataflow import jobs as dataflow
 
     ddir, fps, method, seed = args
     dataflow.comap(ddir, fps, method, seed)
@@ -44,7 +44,8 @@ def _job(args):
 def run_case(case: str, results: str, workers: int = 2) -> str:
     """Every job of the dataflow target for one case, skipping outputs that exist; returns the case directory."""
     from dse.store.atomic import write_text_atomic
-    from dse.workflow import dataflow, multi
+    from dse.systems.dataflow import jobs as dataflow
+    from dse.systems.multi import jobs as multi
 
     (ddir, plan), = dataflow.plan_dataflow({"overrides": f"[dataflow={case},results_dir={results}]"}).items()
     root = Path(ddir)
@@ -68,9 +69,9 @@ def run_case(case: str, results: str, workers: int = 2) -> str:
 
 def hopes_anchors(ddir: str) -> list[dict]:
     """Option E task profiles of the four detectors with the case's task-time model and WCET rule."""
-    from dse.multi.networks import network_backend
-    from dse.multi.pareto import config_of
-    from dse.workflow.multi import load_step1
+    from dse.systems.multi.networks import network_backend
+    from dse.systems.multi.pareto import config_of
+    from dse.systems.multi.case_dir import load_step1
 
     settings, platform = load_step1(ddir)
     rows = []
@@ -88,7 +89,7 @@ def hopes_anchors(ddir: str) -> list[dict]:
 def case_checks(ddir: str, motivational: bool) -> dict:
     import pandas as pd
 
-    from dse.dataflow.report import load, summary
+    from dse.systems.dataflow.report import load, summary
 
     jobs, deploy = load(ddir)
     s = summary(jobs)

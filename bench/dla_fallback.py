@@ -7,7 +7,7 @@ Per network (INT8, the default search ``run_search``, one process per run):
   16 loadables per core instead of 4 DLA engines);
 - ``leaky-trt6`` (with ``--variants``): ``NAME-leaky`` on TensorRT 6 rules, what the thesis avoided by retraining.
 The answer's FPS is re-measured over 5 fresh-noise re-runs (``bench.reference.remeasure``); per DLA stage of the
-answer: loadables, fallback layers and why (``dse.dla.explain``). Both profiles share the TensorRT 6 timing
+answer: loadables, fallback layers and why (``dse.report.dla_fallback``). Both profiles share the TensorRT 6 timing
 calibration: only the decisions the DLA rules make differ.
 
 Run: ``python -m bench.dla_fallback [--networks yolov4 ...] [--variants relu-trt6 leaky-trt85 leaky-trt6]``; writes
@@ -34,7 +34,7 @@ VARIANTS = {"relu-trt6": ("xavier-agx-sim", ""), "leaky-trt85": ("xavier-agx-jp5
 def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, reference: dict | None = None) -> dict:
     """One exploration; ``reference`` (the relu-trt6 answer) is re-measured on this board too, so a difference
     in FPS splits into what the rules allow and what the search found."""
-    from dse.dla.explain import explain
+    from dse.report.dla_fallback import explain
     from dse.evaluate import Evaluator
     from dse.search import Probe, run_search
 
@@ -50,7 +50,7 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
         fps = remeasure(ev, best, n=repeats)
         ref_fps = None
         if reference is not None:
-            from dse.configuration import Configuration
+            from dse.core.configuration import Configuration
 
             ref = Configuration.from_dict({**reference, "platform": backend.platform.name,
                                            "model_digest": best.model_digest})

@@ -47,8 +47,8 @@ def fetch(wheel_dir: Path) -> dict[str, Path]:
 
 def check(path: Path, shape: str, platform: str) -> dict:
     from dse.backends.sim import SimBackend
-    from dse.configuration import Configuration
-    from dse.dla.explain import explain
+    from dse.core.configuration import Configuration
+    from dse.report.dla_fallback import explain
     from dse.graph.analysis import analyze
     from dse.graph.model import parse_input_shapes
     from dse.platform import load_platform

@@ -39,7 +39,7 @@ def demand(backend, config) -> dict:
 
 
 def row(network: str, precision: str, published: str, configs: dict, platform: str) -> dict:
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.workflow.phases import search_setup
 
     with tempfile.TemporaryDirectory(prefix="dse-dram-") as tmp:

@@ -99,8 +99,8 @@ def confirm_answers(answers: list[dict], repeats: int) -> list[dict]:
     """Each distinct answer re-measured on this checkout's board with fresh noise (repeats CONFIRM_FIRST ...),
     beside its noise-free true FPS: answers that differ only by a noise draw score alike here."""
     from bench.reference import CONFIRM_FIRST, remeasure
-    from dse.backends.sim.truth import noise_free
-    from dse.configuration import Configuration
+    from dse.calibration.truth import noise_free
+    from dse.core.configuration import Configuration
     from dse.workflow.phases import search_setup
 
     first = answers[0]

@@ -45,7 +45,7 @@ TOL = 0.25
 
 
 def target(min_fps: float) -> dict:
-    from dse.backends.sim.calibration import base_g
+    from dse.calibration.anchors import base_g
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.clocks import EnergySettings, clock_phase, mapping_candidates
@@ -88,7 +88,7 @@ def target(min_fps: float) -> dict:
 def frequency_tables(probe, points: list[dict], platform, min_fps: float) -> list[dict]:
     """Per mapping at MAXN, Table 4.9(b)'s view: per FPS floor, the clocks of the least-energy point reaching it
     (its three best candidates by one sample, re-measured; the best mean that still reaches the floor)."""
-    from dse.dvfs.modes import mode_levels, power_mode
+    from dse.platform.modes import mode_levels, power_mode
     from dse.search.clocks import FRONT_FLOORS, remeasured
 
     dla_max = mode_levels(platform, power_mode(platform, "MAXN"))["dla"][-1]
@@ -116,8 +116,8 @@ def frequency_tables(probe, points: list[dict], platform, min_fps: float) -> lis
 
 def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
     """Every MAXN clock triple on the answer's mapping; the best three feasible re-measured like the answer."""
-    from dse.configuration import Configuration
-    from dse.dvfs.modes import clock_extra, mode_levels, power_mode
+    from dse.core.configuration import Configuration
+    from dse.platform.modes import clock_extra, mode_levels, power_mode
     from dse.search.clocks import PHASE, point_row, remeasured
 
     config = Configuration.from_dict(chosen["config"]).with_(extra={})
@@ -136,8 +136,8 @@ def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
 
 
 def table_3_8() -> list[dict]:
-    from dse.backends.sim.calibration import Networks, base_g, tuned_e
-    from dse.configuration import Configuration
+    from dse.calibration.anchors import Networks, base_g, tuned_e
+    from dse.core.configuration import Configuration
     from dse.platform import load_platform
 
     plat = load_platform("xavier-agx-sim")

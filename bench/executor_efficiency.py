@@ -22,7 +22,7 @@ import numpy as np
 
 from dse.graph.analysis import analyze
 from dse.graph.partition import partition
-from dse.runtime.cpu_groups import usable_cores
+from dse.platform.cpu_groups import usable_cores
 from dse.runtime.ort_engine import OrtStageEngine
 from dse.runtime.pipeline import Pipeline, StagePlan
 from dse.zoo import build_network

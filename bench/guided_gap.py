@@ -3,9 +3,9 @@
 ``bench.guided_quality`` compares answers with references that went through the same fine-tuner (the exhaustive
 reference is "every tuple, best fine-tuned") or with the best of the compared methods, all re-measured with
 noise. This bench asks the virtual board itself, noise-free (``platform.noise.sigma=0``, averaged over eight draws
-of the per-task jitter: ``dse.backends.sim.truth.noise_free``; what infinitely many re-runs would average to): for
+of the per-task jitter: ``dse.calibration.truth.noise_free``; what infinitely many re-runs would average to): for
 each guided answer, its true FPS; the same answer with its parameters polished
-(``dse.backends.sim.decisions.polish`` on one jitter draw: every value of every parameter, until none gains); and
+(``dse.calibration.decisions.polish`` on one jitter draw: every value of every parameter, until none gains); and
 with its cuts polished too. The best known true FPS of a row is the highest of those, of every option the
 decisions bench polished (``bench/results/calibration_decisions.json``) and of the exhaustive reference
 (``bench.reference``), each measured noise-free here. Quality = true FPS / best known: the
@@ -43,7 +43,7 @@ def known_best(network: str, precision: str, platform: str, overrides: list[str]
     reference; each only where it ran on the same board: platform and non-noise overrides) and where it comes
     from; (0, '') when neither has the row."""
     from bench.reference import load_reference
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     found: list[tuple[float, str]] = []
     decisions = json.loads(DECISIONS.read_text()) if DECISIONS.is_file() else {}
@@ -60,8 +60,8 @@ def known_best(network: str, precision: str, platform: str, overrides: list[str]
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (),
         noise_seed: int | None = None, levels: tuple[str, ...] = LEVELS) -> dict:
     from bench.guided_quality import search_costs
-    from dse.backends.sim.truth import board_overrides, noise_free
-    from dse.backends.sim.decisions import polish
+    from dse.calibration.truth import board_overrides, noise_free
+    from dse.calibration.decisions import polish
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.finetune import parameter_caps

@@ -8,7 +8,7 @@ reference is the exhaustive one of ``bench.reference`` where it was computed (ev
 1- and 2-cut option, best fine-tuned, re-measured), else the answer of the four methods with the highest true FPS
 (the row says which; the highest re-measured mean of four would be high by luck). True FPS: the same virtual board
 with the measurement noise off, averaged over eight draws of the per-task jitter
-(``dse.backends.sim.truth.noise_free``: what infinitely many re-runs would average to); each answer's is recorded,
+(``dse.calibration.truth.noise_free``: what infinitely many re-runs would average to); each answer's is recorded,
 and ``true_quality`` = true FPS / the reference's, which no re-measurement noise moves. A real backend has no true
 FPS (null): there the reference is the highest re-measured mean. Counted per method: unique cut tuples (Table
 3.4), distinct engines per PE type and the board hours a real board would spend (the report's model). Anytime
@@ -41,7 +41,7 @@ from typing import Sequence
 from bench.machine import load_average, write_result
 from bench.reference import mean_std, remeasure, remeasure_together
 from bench.search_quality import NETWORKS, PLATFORM, THESIS_TUPLES, describe
-from dse.backends.sim.truth import board_overrides, noise_free
+from dse.calibration.truth import board_overrides, noise_free
 from dse.workflow.phases import search_setup
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -121,7 +121,7 @@ def end_to_end(method: str, space, backend, base, settings, seed: int) -> tuple:
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
         noise_seed: int | None = None, methods: Sequence[str] = METHODS, curve_repeats: int | None = None) -> dict:
     from bench.reference import load_reference
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.evaluate import Evaluator
     from dse.search.optuna_search import optuna_search
     from dse.search.random_search import random_search
@@ -206,7 +206,7 @@ def paired_quality(runs: Sequence[float], reference: Sequence[float]) -> list[fl
 
 
 def describe_dict(config: dict) -> str:
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     return describe(Configuration.from_dict(config))
 

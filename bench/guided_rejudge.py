@@ -38,7 +38,7 @@ REPEAT_REJUDGE = 3000   # repeat indices: fresh noise, none of the bench's own (
 
 def rejudge(row: dict, rounds: int) -> dict:
     """The row's answers (the methods that stored a configuration) re-measured together in ``rounds`` rounds."""
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.evaluate import Evaluator
 
     methods = {m: v for m, v in row["methods"].items() if "config" in v}
@@ -63,7 +63,7 @@ def judge_pool(rows: list[dict], files: list[str], methods: Sequence[str] | None
     """Every distinct answer of ``rows`` (of ``methods``; ``files`` names each row's source), the reference ``ref``'s
     configuration and its best of each other option, re-measured together in ``rounds`` rounds on the rows' board
     (one setup: the caller checks); quality = paired ratio to the reference configuration's runs."""
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.evaluate import Evaluator
 
     row = rows[0]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.guided_quality import RESULTS, board_setup, end_to_end, search_costs
 from bench.machine import write_result
-from dse.backends.sim.truth import noise_free
+from dse.calibration.truth import noise_free
 
 COMPARED = ("selected", "measured", "reruns", "unique_tuples")
 

@@ -2,7 +2,7 @@
 et al. 2020): the 004 ILP under CPU utilization caps (004 Fig. 14, L436-444) and GA vs ILP per CPU configuration
 (002 Sec. VI-A, Fig. 6 observations, L249-261).
 
-Instances: the zoo network's task graph, its per-task times from the calibrated sim board (``ProfileTable.from_sim``,
+Instances: the zoo network's task graph, its per-task times from the calibrated sim board (``dse.backends.sim.tasks.profile_from_sim``,
 the board matches 004 Fig. 13's GPU-only and CPU-only (4) times within 7 %), the CPU groups of one CPU configuration
 of the big cluster + the GPU. CPU times are frequency-corrected to "all big cores busy" (002 L140, 004 L185:
 t(k) *= f(k) / f(4), f = the board's freq_by_active_cores), because every configuration keeps all four cores in
@@ -56,11 +56,12 @@ def platform():
 
 def profile(net: str, freq: bool = True):
     """(task graph, profile with cpu1..cpu4 and gpu) of a zoo network on the board."""
-    from dse.layermap import ProfileTable, build_task_graph, freq_correct
+    from dse.backends.sim.tasks import profile_from_sim
+    from dse.taskgraph import build_task_graph, freq_correct
 
     plat, a = platform(), analysis(net)
     g = build_task_graph(a)
-    prof = ProfileTable.from_sim(plat, a, g, ["cpu1", "cpu2", "cpu3", "cpu4", "gpu"])
+    prof = profile_from_sim(plat, a, g, ["cpu1", "cpu2", "cpu3", "cpu4", "gpu"])
     if freq:
         f = {int(k): float(v) for k, v in plat.cpu_freq_by_active_cores.items()}
         prof = freq_correct(prof, f, f[max(f)])
@@ -69,11 +70,12 @@ def profile(net: str, freq: bool = True):
 
 def model(g, prof, config: str, cap: float | None, paper: str):
     """AnalyticModel of ``config`` + GPU in the transfer/charge model of ``paper`` (ha2018 or kang2020)."""
-    from dse.layermap import AnalyticModel, PeSet
+    from dse.backends.sim.tasks import analytic_model
+    from dse.taskgraph import PeSet
 
-    return AnalyticModel.for_platform(platform(), g, prof, PeSet.build(config, ["gpu"]), cpu_cpu=paper == "kang2020",
-                                      p_busy=None, u_max=None if cap is None or cap >= 1.0 else cap,
-                                      charge="receiver" if paper == "ha2018" else "sender")
+    return analytic_model(platform(), g, prof, PeSet.build(config, ["gpu"]), cpu_cpu=paper == "kang2020",
+                          p_busy=None, u_max=None if cap is None or cap >= 1.0 else cap,
+                          charge="receiver" if paper == "ha2018" else "sender")
 
 
 def references(net: str, freq: bool = True) -> dict:
@@ -88,7 +90,7 @@ def references(net: str, freq: bool = True) -> dict:
 
 def sub_instance(g, prof, k: int):
     """The first ``k`` tasks of a task graph (a topological prefix) and their profile rows: a small real instance."""
-    from dse.layermap import ProfileTable, TaskGraph
+    from dse.taskgraph import ProfileTable, TaskGraph
 
     keep = g.dst < k
     sg = TaskGraph(names=g.names[:k], layers=g.layers[:k], op_types=g.op_types[:k], macs=g.macs[:k],
@@ -100,13 +102,13 @@ def sub_instance(g, prof, k: int):
 
 
 def solve(m, paper: str, time_limit: float):
-    from dse.layermap import solve_ilp
+    from dse.systems.layermap import solve_ilp
 
     return solve_ilp(m, formulation=paper, clusters="exact", time_limit=time_limit)
 
 
 def ga(m, paper: str, seed: int = 0):
-    from dse.layermap import run_layer_ga
+    from dse.systems.layermap import run_layer_ga
 
     return run_layer_ga(m, paper, seed=seed)
 

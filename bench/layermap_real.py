@@ -3,7 +3,7 @@ with the task-graph runtime (through the ``ort`` backend, as ``LM:`` configurati
 
 For each network and CPU configuration of ``--cores`` (two cores: C2 = (2), one PE of 2 cores with 2 intra-op
 threads, 002's ACL-threading configuration; C1 = (1,1), two single-core PEs, 1 thread each): profile every task on
-1 and 2 pinned cores (``ProfileTable.from_ort``), take the GA's mapping (preset kang2020, throughput objective,
+1 and 2 pinned cores (``dse.runtime.task_profile.profile_from_ort``), take the GA's mapping (preset kang2020, throughput objective,
 no cap, as 002 Table 3), then measure it over ``--frames`` frames with the network's own application
 (``classify``). "schedule" = the analytic period in ms per frame, error = (schedule - actual) / actual (002's
 definition, L336-348).
@@ -40,11 +40,13 @@ from bench.machine import load_average, write_result
 from dse.backends.base import MeasureSettings
 from dse.backends.ort import OrtBackend
 from dse.config import compose_config
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.graph.analysis import analyze
-from dse.layermap import AnalyticModel, LayerMapping, ProfileTable, run_layer_ga, screen_finalists
-from dse.layermap.mapping import encode_ids
 from dse.platform import platform_from_dict
+from dse.runtime.task_profile import profile_from_ort
+from dse.systems.layermap import run_layer_ga, screen_finalists
+from dse.taskgraph import AnalyticModel, LayerMapping
+from dse.taskgraph.mapping import encode_ids
 from dse.zoo import build_network
 
 OUT = Path(__file__).resolve().parent / "results" / "layermap_real.json"
@@ -69,7 +71,7 @@ def run(networks, size: int, cores: list[int], frames: int, busy: bool = False, 
             reuse_inputs=not prepost)) for n in {frames, SCREEN_FRAMES}}
         graph = backends[frames].layermap.graph("fp32")
         t0 = time.perf_counter()
-        profile = ProfileTable.from_ort(analysis, graph, sorted({1, len(cores)}), repeats=200, warmup=10, cores=cores,
+        profile = profile_from_ort(analysis, graph, sorted({1, len(cores)}), repeats=200, warmup=10, cores=cores,
                                         busy_neighbours=busy, fastest=FASTEST)
         profile_s = time.perf_counter() - t0
         for label, cpu in confs:
@@ -95,7 +97,7 @@ def run(networks, size: int, cores: list[int], frames: int, busy: bool = False, 
 
             def round_error(mapping) -> dict:
                 """A fresh profile, then the mapping's run: one schedule vs actual pair taken seconds apart."""
-                fresh = ProfileTable.from_ort(analysis, graph, sorted({1, len(cores)}), repeats=ROUND_REPEATS,
+                fresh = profile_from_ort(analysis, graph, sorted({1, len(cores)}), repeats=ROUND_REPEATS,
                                               warmup=5, cores=cores, busy_neighbours=busy, fastest=FASTEST)
                 row = measured(mapping, frames, AnalyticModel(graph, fresh, pes))
                 return {k: row[k] for k in ("schedule_ms", "actual_ms", "error")}

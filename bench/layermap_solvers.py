@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.machine import load_average, write_result
-from dse.layermap import AnalyticModel, PeSet, ProfileTable, TaskGraph, run_layer_ga, solve_ilp
+from dse.taskgraph import AnalyticModel, PeSet, ProfileTable, TaskGraph
+from dse.systems.layermap import run_layer_ga, solve_ilp
 
 OUT = Path(__file__).resolve().parent / "results" / "layermap_solvers.json"
 ILP_TARGET_S, GA_TARGET_S = 30.0, 60.0

@@ -1,7 +1,7 @@
 """Thesis Ch. 4 on the virtual Xavier: cases alpha and beta x FSM-A..D x the six methods, against the thesis'
 published numbers (Tables 4.8, 4.9, 4.11, Sec. 4.5.4) with the tolerances of the Ch. 4 implementation spec.
 
-It runs the `multi` target's own job functions (``dse.workflow.multi``: pareto -> powerfit -> combine ->
+It runs the `multi` target's own job functions (``dse.systems.multi.jobs``: pareto -> powerfit -> combine ->
 freqtable -> deploy -> report) into ``--results`` (reusing finished files there), then checks:
 - Table 4.8 shapes: PR >= GB >= SOTA and BS lowest per column; PR = GB on FSM-D; PR = LC except alpha FSM-C;
   FSM ranking C >= A = B >= D per method; PR/BS within 20 % of the thesis' ratios; alpha BS within 10 %.
@@ -36,7 +36,7 @@ SAVING_BAND = (0.22, 0.31)   # Fig. 4.9 / l. 1547
 def run_case(case: str, results: str) -> str:
     """Every job of the multi target for one case, skipping outputs that exist; returns the case directory."""
     from dse.store.atomic import write_text_atomic
-    from dse.workflow import multi
+    from dse.systems.multi import jobs as multi
 
     plans = multi.plan_multi({"overrides": f"[multi={case},results_dir={results}]"})
     (mdir, plan), = plans.items()
@@ -78,7 +78,7 @@ def run_case(case: str, results: str) -> str:
 
 
 def table48(mdir: str, case: str) -> dict:
-    from dse.multi.report import load
+    from dse.systems.multi.report import load
 
     combos, ft, dp = load(mdir)
     ours = {}
@@ -120,8 +120,8 @@ def table48(mdir: str, case: str) -> dict:
 
 
 def energy(mdir: str) -> dict:
-    from dse.multi.report import energy_table, load, savings
-    from dse.workflow.multi import load_settings
+    from dse.systems.multi.report import energy_table, load, savings
+    from dse.systems.multi.case_dir import load_settings
 
     settings, _, _ = load_settings(mdir)
     combos, ft, dp = load(mdir)
@@ -140,10 +140,10 @@ def energy(mdir: str) -> dict:
 
 def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
     """Agreement and speed of Algorithm 6 against enumerating every frequency vector (Table 4.11)."""
-    from dse.multi.combine import Evaluator
+    from dse.systems.multi.combine import Evaluator
     from dse.rt.dvfs import brute_force, set_freq
     from dse.rt.energy import scenario_watts
-    from dse.workflow.multi import load_case
+    from dse.systems.multi.case_dir import load_case
 
     case, _ = load_case(mdir)
     s = case.settings
@@ -183,9 +183,9 @@ def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
 
 def ga_speed(mdir: str, fsm: str | None = None, generations: int = 10) -> dict:
     """Total time and final fitness of a short energy GA with Algorithm 6 and with the brute force inside."""
-    from dse.multi.combine import Evaluator, evolve
+    from dse.systems.multi.combine import Evaluator, evolve
     from dse.rt.dvfs import brute_force, set_freq
-    from dse.workflow.multi import load_case
+    from dse.systems.multi.case_dir import load_case
 
     case, _ = load_case(mdir)
     s = case.settings

@@ -1,4 +1,4 @@
-"""Seed 001's claims on tx2-sim, through the `pareto` target's own job (dse.workflow.pareto.run) with the paper's
+"""Seed 001's claims on tx2-sim, through the `pareto` target's own job (dse.systems.pareto.jobs.run) with the paper's
 NSGA-II settings (population 5000, 100 generations): for VGG19, AlexNet and Emotion-FER+, the re-measured
 NSGA-II front must dominate or equal the 156-point TensorRT baseline front, reach throughput the baseline cannot
 for AlexNet (001 Sec. 5: above 100 img/s only ours exists), with both hypervolumes reported, and one NSGA-II run
@@ -21,7 +21,7 @@ SECONDS = 120.0
 
 def run_one(network: str, population: int, generations: int, results_dir: str) -> dict:
     from dse.store.atomic import write_text_atomic
-    from dse.workflow.pareto import plan_pareto, run
+    from dse.systems.pareto.jobs import plan_pareto, run
 
     overrides = [f"platform=tx2-sim", f"benchmark={network}", f"pareto.population={population}",
                  f"pareto.generations={generations}", f"results_dir={results_dir}"]

@@ -347,7 +347,7 @@ def _staleness(data: dict, network: str, precision: str, platform: str, override
     if not verify:
         return ""
     from dse.workflow.phases import search_setup
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     ref = data["reference"]
     config = Configuration.from_dict(ref["config"])
@@ -410,7 +410,7 @@ def main(argv=None) -> int:
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (e.g. benchmark.sample_size=200)")
     args = ap.parse_args(argv)
 
-    from dse.errors import DseError
+    from dse.core.errors import DseError
 
     rows, failed = [], []
     for network in args.networks:

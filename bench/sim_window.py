@@ -43,7 +43,7 @@ def _over(fps: dict[str, dict[str, float]], window: str, against: str) -> dict[s
 
 
 def row(network: str, precision: str, published: str, configs: dict, platform: str) -> dict:
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.workflow.phases import search_setup
 
     fps: dict[str, dict[str, float]] = {}

@@ -1,7 +1,7 @@
 """Seed 003 (Pujol et al.) on its own Table 4: the schedulability campaign against the paper's Tables 5-7 and the
 success-ratio statements of its text (Figs. 10-12 are lost in the extraction; spec 5.5).
 
-Runs the `taskset` target's job function (``dse.workflow.taskset.run_scenario``) for each scenario into
+Runs the `taskset` target's job function (``dse.systems.taskset.jobs.run_scenario``) for each scenario into
 ``--results`` (reusing a finished campaign whose config is unchanged), two scenarios at a time, then checks:
 - GPU Tensor scenario (L537-557): ~80 % of the sets schedulable at 1.5 with two 4-SM clusters (TC), 85 % at 1.6
   with the other CEs (TC+RC+CPU), each within 10 points; the last threshold with any schedulable set per
@@ -52,7 +52,7 @@ SPEED_LIMIT_S = 600.0
 def prepare(results: str, units: str, sets: int, thresholds=None) -> str:
     """The campaign directory of one unit model, its config written; finished campaigns of an older config are
     removed (done once, before the campaigns run in parallel)."""
-    from dse.workflow import taskset
+    from dse.systems.taskset import jobs as taskset
 
     extra = [f"taskset.thresholds=[{','.join(str(t) for t in thresholds)}]"] if thresholds else []
     tdir, _, changed = taskset.prepare([f"results_dir={results}", f"taskset.units={units}", f"taskset.sets={sets}",
@@ -65,7 +65,7 @@ def prepare(results: str, units: str, sets: int, thresholds=None) -> str:
 
 def run(tdir: str, scenario: str) -> dict:
     """One campaign through the target's job function; a finished one is reused."""
-    from dse.workflow import taskset
+    from dse.systems.taskset import jobs as taskset
 
     done = Path(tdir) / "campaign" / f"{scenario}.json"
     if done.exists():
@@ -100,8 +100,8 @@ def success_shape(ratio, meta: dict) -> dict:
 def check(results: str, units: str, metas: dict, extra_15: float | None) -> dict:
     import pandas as pd
 
-    from dse.taskset.campaign import summarize
-    from dse.taskset.report import pivot
+    from dse.systems.taskset.campaign import summarize
+    from dse.systems.taskset.report import pivot
 
     out = {"units": units, "scenarios": {}}
     for sc in metas:
@@ -194,8 +194,8 @@ def main(argv=None) -> int:
 def _tc_at_15(sets: int) -> float:
     """The TC configuration's success ratio at threshold 1.5 (the paper's statement), same sets as a campaign
     that included 1.5 (each threshold has its own random stream)."""
-    from dse.taskset.campaign import CampaignSettings, run_campaign
-    from dse.taskset.variants import load_table
+    from dse.systems.taskset.campaign import CampaignSettings, run_campaign
+    from dse.systems.taskset.variants import load_table
 
     table = load_table("apollo-xavier")
     frame = run_campaign(table, CampaignSettings("gpu-tc", sets=sets, thresholds=(1.5,)))

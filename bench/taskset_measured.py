@@ -40,7 +40,7 @@ RATIOS = [("dla2/dla1", "dla2", "dla1", BIG + SMALL, (0.55, 0.75), "DNN1 0.61, D
 
 def prepare(results: str, sets: int) -> str:
     """The campaign directory, its variants measured when the config changed; stale campaigns removed."""
-    from dse.workflow import taskset
+    from dse.systems.taskset import jobs as taskset
 
     tdir, node, changed = taskset.prepare([f"results_dir={results}", "taskset=zoo-xavier", f"taskset.sets={sets}"])
     if taskset.measure_if_stale(tdir, node, changed):
@@ -74,8 +74,8 @@ def main(argv=None) -> int:
     import pandas as pd
 
     from bench.machine import worker_pool, write_result
-    from dse.taskset.campaign import summarize
-    from dse.taskset.report import pivot
+    from dse.systems.taskset.campaign import summarize
+    from dse.systems.taskset.report import pivot
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", type=int, default=200)

@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.layermap_calibration import _get, _set, raw_profile
 from bench.machine import write_result
-from dse.dvfs.anchors import FITTED
+from dse.calibration.tx2 import FITTED
 
 OUT = Path(__file__).resolve().parent / "results" / "tx2_calibration.json"
 PLATFORM = "tx2-sim"
@@ -37,8 +37,8 @@ def fit(raw: dict, starts: int = 6, seed: int = 0) -> dict[str, float]:
     """Least squares of the log errors from the profile's values and ``starts - 1`` random starts; the best."""
     from scipy.optimize import least_squares
 
-    from dse.dvfs.anchors import analysed, compare, NETWORKS
-    from dse.dvfs.board import ClockedBoard
+    from dse.calibration.tx2 import analysed, compare, NETWORKS
+    from dse.systems.pareto.board import ClockedBoard
     from dse.platform import platform_from_dict
 
     names = list(FITTED)
@@ -65,8 +65,8 @@ def fit(raw: dict, starts: int = 6, seed: int = 0) -> dict[str, float]:
 
 def shapes(platform) -> dict:
     """The qualitative claims of 001 Sec. 5 on the sim's TensorRT reference over all 12 x 13 clock pairs."""
-    from dse.dvfs.anchors import boards
-    from dse.dvfs.board import clocks, gpu_levels
+    from dse.calibration.tx2 import boards
+    from dse.systems.pareto.board import clocks, gpu_levels
 
     out = {}
     host = platform.cpu_clusters[0]
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--output", type=Path, default=OUT)
     args = ap.parse_args(argv)
 
-    from dse.dvfs.anchors import ENERGY_TOL, THROUGHPUT_TOL, compare
+    from dse.calibration.tx2 import ENERGY_TOL, THROUGHPUT_TOL, compare
     from dse.platform import load_platform, platform_from_dict
 
     platform, fitted = load_platform(PLATFORM), None

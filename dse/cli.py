@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 COMMANDS = ("config", "zoo", "inspect", "partition", "measure", "calibrate", "export", "multi", "taskset", "workflow")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from dse.backends.base import PREPROCESS
-from dse.errors import DseError, choices_error
+from dse.core.configuration import PREPROCESS
+from dse.core.errors import DseError, choices_error
 
 GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study")
 
@@ -160,7 +160,7 @@ def validate(cfg: DictConfig) -> None:
     """What can be checked on the composed config alone (platform-dependent bounds are checked when a run is
     planned, ``dse.workflow.plan``): known keys (a ``+key=value`` override cannot smuggle in a typo), types and
     ranges of every count."""
-    from dse.configuration import PRECISIONS
+    from dse.core.configuration import PRECISIONS
 
     for where, node, keys in (("the top level", cfg, TOP_LEVEL_KEYS), ("benchmark", cfg.benchmark, BENCHMARK_KEYS)):
         unknown = sorted(set(node) - set(keys))
@@ -178,6 +178,15 @@ def validate(cfg: DictConfig) -> None:
     bounded_int(b.sample_size, "benchmark.sample_size", 1, MAX_SAMPLE_SIZE)
     if b.warmup is not None:
         bounded_int(b.warmup, "benchmark.warmup", 0, MAX_SAMPLE_SIZE)
+
+
+def read_part(directory: str | Path, part: str, rule: str = "configure") -> dict:
+    """A config part of a planned directory (``<directory>/config/<part>.yaml``), as its ``rule`` wrote it: the one
+    reader of every target's parts, so a missing part is named the same way everywhere."""
+    path = Path(directory) / "config" / f"{part}.yaml"
+    if not path.exists():
+        raise DseError(f"{path} is missing: plan it first (snakemake writes it, rule {rule})")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
 
 
 def to_yaml(cfg: DictConfig) -> str:

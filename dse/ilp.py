@@ -10,7 +10,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 SOLVERS = ("highs", "cbc")
 GAP_REL = 1e-7   # "optimal" means optimal: the solvers' default 1e-4 would let a GA beat the ILP by noise

@@ -7,7 +7,7 @@ from pathlib import Path
 import onnx
 from omegaconf import DictConfig
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def model_source(cfg: DictConfig) -> dict:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dse.workflow.space import space_of
 
 REPO = Path(__file__).resolve().parents[1]
 # what the test tooling itself keeps in the repository
@@ -55,7 +56,7 @@ def tiny_board():
     settings, evaluator, the maximizer's bounds)."""
     from dse.backends.base import MeasureSettings
     from dse.backends.sim import SimBackend
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.evaluate import Evaluator
     from dse.graph.analysis import analyze
     from dse.platform import load_platform
@@ -67,7 +68,7 @@ def tiny_board():
     analysis = analyze(build_network(net, input_size=size))
     platform = with_baseline_options(load_platform("xavier-agx-sim"))
     backend = SimBackend(platform, analysis, MeasureSettings(input_size=size, seed=0, sample_size=300))
-    space = SearchSpace.for_backend(analysis, backend)
+    space = space_of(analysis, backend)
     base = Configuration(benchmark=net, platform=platform.name, precision="int8", input_size=size,
                          model_digest=analysis.digest)
     settings = SearchSettings(seed=0, max_buffers=12, max_pre=6, max_post=4, max_streams=4)

@@ -11,9 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-# columns that name the machine, the clock or the library versions, not what was found
+# columns that name the machine, the clock or the library versions, not what was found; and which of two parallel
+# jobs built a shared engine first (``engines_built``, ``build_s``), a race between Snakemake jobs
 VOLATILE = ("versions", "version", "created", "date", "host", "cpu", "wall_s", "elapsed_s", "seconds", "started",
-            "finished", "duration_s", "runtime_s", "solve_s", "time_s", "seed_time_s", "timestamp")
+            "finished", "duration_s", "runtime_s", "solve_s", "time_s", "seed_time_s", "timestamp", "measure_s",
+            "build_s", "engines_built")
 SIGNIFICANT = 6
 
 

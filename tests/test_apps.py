@@ -8,7 +8,7 @@ from dse.apps import available_applications, create_application, register
 from dse.apps.base import InferenceApplication
 from dse.apps.images import ImageSource, letterbox, resize_bilinear
 from dse.apps.yolo import cfg_anchors, nms
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def test_registry_and_unknown_names():

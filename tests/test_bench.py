@@ -166,7 +166,7 @@ def test_true_fps_averages_the_task_jitter_draws(tmp_path):
     not its repeat 0 alone (which differs from the mean: the draws differ), memoized per number of draws."""
     import statistics
 
-    from dse.backends.sim.truth import TRUE_DRAWS, noise_free
+    from dse.calibration.truth import TRUE_DRAWS, noise_free
     from dse.workflow.phases import search_setup
 
     true_fps = noise_free("tiny-detector", "int8", tmp_path, "xavier-agx-sim", ("platform.noise.sigma=0.03",))
@@ -230,7 +230,7 @@ def test_guided_rejudge_re_measures_the_stored_answers_in_paired_rounds(tmp_path
     import statistics
 
     import bench.guided_rejudge as rejudge
-    from dse.backends.sim.truth import noise_free
+    from dse.calibration.truth import noise_free
     from dse.workflow.phases import search_setup
 
     overrides = ("platform.noise.sigma=0.03",)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # everything the agent imports from this repository (dse.board plus the shared runtime and applications)
 AGENT_FILES = sorted(ROOT.glob("dse/board/*.py")) + [ROOT / f"dse/runtime/{n}.py" for n in
                                                      ("__init__", "pipeline", "engine", "metrics")] + \
-    sorted(ROOT.glob("dse/apps/*.py")) + [ROOT / "dse/__init__.py", ROOT / "dse/errors.py"]
+    sorted(ROOT.glob("dse/apps/*.py")) + [ROOT / "dse/__init__.py", ROOT / "dse/core/errors.py"]
 
 
 @pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -133,8 +133,8 @@ def test_trt_backend_pure_parts(tmp_path):
     from dse.backends.base import MeasureSettings
     from dse.backends.trt import TrtBackend, agent_command, measurement_from_result, parse_agent_output, transport_of
     from dse.config import compose_config
-    from dse.configuration import Configuration
-    from dse.errors import DseError
+    from dse.core.configuration import Configuration
+    from dse.core.errors import DseError
     from dse.graph.analysis import analyze
     from dse.zoo import build_network
 
@@ -184,7 +184,7 @@ def test_trt_backend_pure_parts(tmp_path):
     assert m.status == "error" and "TensorRT" in m.reason
 
 
-# -- power modes and clocks on the board (dse.board.clocks, dse.dvfs.modes.agent_clocks) -------------------------
+# -- power modes and clocks on the board (dse.board.clocks, dse.platform.modes.agent_clocks) -------------------------
 NVPMODEL = """#!/bin/sh
 # nvpmodel's command line as the agent uses it: -q prints the mode name, then its id; -m ID switches
 state="$(dirname "$0")/mode"
@@ -221,7 +221,7 @@ def _xavier_sysfs(root: Path) -> dict:
 
 
 def _spec(root: Path, extra: dict) -> dict:
-    from dse.dvfs.modes import agent_clocks
+    from dse.platform.modes import agent_clocks
     from dse.platform import load_platform
 
     spec = agent_clocks(load_platform("xavier-agx"), extra)
@@ -313,7 +313,7 @@ def test_trt_backend_sends_clocks_and_refuses_what_the_board_cannot_set(tmp_path
     from dse.backends.base import MeasureSettings
     from dse.backends.trt import TrtBackend
     from dse.config import compose_config
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.engines.cache import EngineCache
     from dse.graph.analysis import analyze
     from dse.zoo import build_network
@@ -352,8 +352,8 @@ def test_trt_backend_sends_clocks_and_refuses_what_the_board_cannot_set(tmp_path
     ({"cpu": {"max": ["/x"], "unit_hz": 0}}, "clock_control.cpu.unit_hz must be > 0"),
 ])
 def test_a_broken_clock_control_section_is_refused_naming_the_valid_keys(section, message):
-    from dse.dvfs.modes import clock_control
-    from dse.errors import DseError
+    from dse.platform.modes import clock_control
+    from dse.core.errors import DseError
     from dse.platform import load_platform
 
     raw = dict(load_platform("xavier-agx").raw, clock_control=section)

@@ -3,8 +3,8 @@
 bench/calibration_decisions.py)."""
 import pytest
 
-from dse.backends.sim.calibration import Anchor, assign_splits, format_table, split_summary
-from dse.backends.sim.decisions import Decision, board_best_table, decisions_table, ranking_anchors, readme_table
+from dse.calibration.anchors import Anchor, assign_splits, format_table, split_summary
+from dse.calibration.decisions import Decision, board_best_table, decisions_table, ranking_anchors, readme_table
 from dse.commands.calibrate import BEGIN, END, write_markdown
 
 
@@ -91,8 +91,8 @@ def test_decisions_table_counts():
 def test_true_fps_of_stored_polished_configurations(tmp_path):
     """A row decided before true FPS was recorded gets them from its stored configurations: the noise-free board's
     mean over the jitter draws, the same that ``decide`` records (``with_true`` changes nothing that has them)."""
-    from dse.backends.sim.decisions import with_true
-    from dse.backends.sim.truth import true_fps
+    from dse.calibration.decisions import with_true
+    from dse.calibration.truth import true_fps
     from dse.workflow.phases import search_setup
 
     quiet, base = search_setup("tiny-detector", "int8", tmp_path, "xavier-agx-sim", ("platform.noise.sigma=0",))[2::3]
@@ -117,8 +117,8 @@ def test_markdown_block_replaces_only_between_markers(tmp_path):
 
 
 def test_polish_finds_every_parameters_best_past_a_dip_and_keeps_buffers_above_the_others():
-    from dse.backends.sim.decisions import polish
-    from dse.configuration import Configuration
+    from dse.calibration.decisions import polish
+    from dse.core.configuration import Configuration
 
     def fps(c: Configuration) -> float:
         # a ridge the fine-tuner's +1 steps stop at: buffers 9 measures lower than 8, the peak is at 14
@@ -135,8 +135,8 @@ def test_polish_finds_every_parameters_best_past_a_dip_and_keeps_buffers_above_t
 
 
 def test_polish_with_the_space_moves_each_cut_and_follows_a_ridge_single_moves_cannot_climb():
-    from dse.backends.sim.decisions import polish
-    from dse.configuration import Configuration
+    from dse.calibration.decisions import polish
+    from dse.core.configuration import Configuration
     from dse.search.space import SearchSpace
 
     # layer 12 cannot be cut; the best tuple is (20, 30), along a ridge c2 - c1 = 10 that a move of one cut leaves
@@ -164,7 +164,7 @@ def test_bench_parts_merge_in_table_order_and_refuse_mixed_overrides(tmp_path):
     import json
 
     from bench.calibration_decisions import main
-    from dse.errors import DseError
+    from dse.core.errors import DseError
 
     def part(name, rows, overrides=()):
         path = tmp_path / name
@@ -189,8 +189,8 @@ def test_bench_parts_merge_in_table_order_and_refuse_mixed_overrides(tmp_path):
 
 
 def test_grid_best_starts_a_second_climb_on_the_hill_the_first_one_cannot_reach():
-    from dse.backends.sim.decisions import grid_best, polish
-    from dse.configuration import Configuration
+    from dse.calibration.decisions import grid_best, polish
+    from dse.core.configuration import Configuration
     from dse.search.space import SearchSpace
 
     space = SearchSpace(n_layers=40, feasible_cuts=list(range(39)),
@@ -219,7 +219,7 @@ def test_decide_records_each_options_polished_configuration_and_its_true_fps():
     configuration, its re-measured mean and its true FPS, the one ``with_true`` gives its stored configuration."""
     import dataclasses
 
-    from dse.backends.sim.decisions import decide, with_true
+    from dse.calibration.decisions import decide, with_true
 
     d = decide("yolov2-tiny", "int8", options=["E", "PND-B"], repeats=2)
     assert set(d.tuned) == set(d.true) == set(d.configs) == {"E", "PND-B"}

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from dse.backends.sim.calibration import Anchor
-from dse.backends.sim.fit import anchor_loss, fit, fit_table, get_path
+from dse.calibration.anchors import Anchor
+from dse.calibration.fit import anchor_loss, fit, fit_table, get_path
 from dse.commands.calibrate import platform_profile
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def _anchor(name, published, simulated, split, kind="throughput", lo=None, hi=None):
@@ -94,9 +94,9 @@ def test_tied_paths_move_by_one_multiplier_and_each_keeps_its_own_value():
 
 
 def test_tx2_is_calibrated_against_table_2_and_other_boards_are_refused(capsys):
-    from dse.backends.sim.anchor_sets import anchor_set
+    from dse.calibration.anchor_sets import anchor_set
     from dse.cli import main
-    from dse.dvfs.anchors import compare, table2_anchors
+    from dse.calibration.tx2 import compare, table2_anchors
     from dse.platform import load_platform
 
     platform = load_platform("tx2-sim")

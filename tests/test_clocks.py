@@ -1,13 +1,14 @@
-"""Power modes and clocks on the virtual Jetsons (dse.dvfs.modes), the clock phase of the pipeline DSE
+"""Power modes and clocks on the virtual Jetsons (dse.platform.modes), the clock phase of the pipeline DSE
 (dse.search.clocks) and its workflow step: objective, min_fps, Pareto mode, bad input."""
 import json
 
 import pytest
 
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
-from dse.dvfs.modes import clock_extra, clock_setting, mode_levels, power_mode, power_modes, time_scale
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.backends.sim.tasktime import time_scale
+from dse.platform.modes import clock_extra, clock_setting, mode_levels, power_mode, power_modes
+from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.config import compose_config
 from dse.platform import load_platform, platform_from_dict

@@ -3,7 +3,7 @@ import pytest
 
 from dse.cli import main
 from dse.config import compose_config, run_dir, split_overrides
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def test_defaults():

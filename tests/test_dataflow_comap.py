@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from dse.dataflow.comap import (Candidates, Group, Problem, algorithm7, baseline, build_apps, dataflow_wcrt, entire_ga,
+from dse.systems.dataflow.comap import (Candidates, Group, Problem, algorithm7, baseline, build_apps, dataflow_wcrt, entire_ga,
                                 evaluate, heuristic_ga, place_dl, run_method, utilization)
-from dse.dataflow.graphs import DataflowGraph, DataflowTask
-from dse.errors import DseError
+from dse.systems.dataflow.graphs import DataflowGraph, DataflowTask
+from dse.core.errors import DseError
 from dse.rt.cpa import CpaProblem
 from dse.rt.model import App, Stage, Task
 

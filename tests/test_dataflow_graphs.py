@@ -6,9 +6,9 @@ import networkx as nx
 import pytest
 import yaml
 
-from dse.dataflow.graphs import (GRAFT_TASK, DataflowGraph, DataflowTask, load_graph, motivational_graph,
+from dse.systems.dataflow.graphs import (GRAFT_TASK, DataflowGraph, DataflowTask, load_graph, motivational_graph,
                                  random_graph)
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 EDGES = {("ReadImage", "cvt_BGR_NV12"), ("cvt_BGR_NV12", "Rescale-1"), ("Rescale-1", "Bilateral"),
          ("Bilateral", "cvt_NV12_BGR-1"), ("cvt_BGR_NV12", "Rescale-2"), ("Rescale-2", "cvt_NV12_BGR-2"),

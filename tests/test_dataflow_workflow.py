@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from dse.dataflow.settings import DataflowSettings
-from dse.errors import DseError
+from dse.systems.dataflow.settings import DataflowSettings
+from dse.core.errors import DseError
 from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import REPO, _jobs, _workdir, snakemake
 
@@ -48,6 +48,11 @@ def test_outputs_report_and_deployment(finished):
     assert (dep.jobs > 0).all()
     text = (case / "dataflow.md").read_text()
     assert "Figs. 5.6-5.9" in text and "| entire-ga |" in text and "Deployment on the virtual board" in text
+
+
+def test_the_tiny_case_is_golden(finished):
+    case = finished / CASE
+    assert_golden("dataflow/tiny.csv", canonical_table(pd.read_parquet(case / "dataflow.parquet")))
 
 
 def test_rerun_is_noop_and_ga_override_reruns_comap_only(finished):
@@ -102,8 +107,3 @@ def test_settings_refuse_bad_values(change, message):
     with pytest.raises(DseError, match=message):
         DataflowSettings.resolve({**BASE, **change})
     assert DataflowSettings.resolve(BASE).groups[0].graft == "cvt_NV12_BGR-1"
-
-
-def test_the_tiny_case_is_golden(finished):
-    case = finished / CASE
-    assert_golden("dataflow/tiny.csv", canonical_table(pd.read_parquet(case / "dataflow.parquet")))

@@ -11,11 +11,11 @@ from onnx import TensorProto, helper
 
 from dse.backends.sim import SimBackend
 from dse.cli import main
-from dse.configuration import Configuration
-from dse.dla.explain import explain, trtexec_notes
+from dse.core.configuration import Configuration
+from dse.report.dla_fallback import explain, trtexec_notes
 from dse.dla.features import broadcast_kind, layer_features
 from dse.dla.rules import known_rulesets, parse_ruleset, ruleset_for
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import analyze
 from dse.platform import load_platform
 from dse.zoo import build_network

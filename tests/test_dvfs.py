@@ -1,13 +1,13 @@
-"""Seed 001 on the clocked board (dse.dvfs): the board's clock semantics, Eqs. 1-13 against the board, NSGA-II,
+"""Seed 001 on the clocked board (dse.systems.pareto): the board's clock semantics, Eqs. 1-13 against the board, NSGA-II,
 the TensorRT baseline, Table 2 anchors and bad input."""
 import numpy as np
 import pytest
 
-from dse.dvfs.anchors import TABLE_2, analysed, compare
-from dse.dvfs.board import ClockedBoard, ClockedParams, clocks
-from dse.dvfs.model import TangModel
-from dse.dvfs.search import dominates_front, hypervolume, nsga2, pareto_mask, remeasure, trt_baseline
-from dse.errors import DseError
+from dse.calibration.tx2 import TABLE_2, analysed, compare
+from dse.systems.pareto.board import ClockedBoard, ClockedParams, clocks
+from dse.systems.pareto.model import TangModel
+from dse.systems.pareto.search import dominates_front, hypervolume, nsga2, pareto_mask, remeasure, trt_baseline
+from dse.core.errors import DseError
 from dse.platform import load_platform, platform_from_dict
 from dse.search.ga_common import GASettings
 

@@ -28,7 +28,7 @@ from dse.engines.trt_settings import (
     split_calibration_cache,
     summarize_inspector,
 )
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 HAS_TRT = importlib.util.find_spec("tensorrt") is not None
 

@@ -11,7 +11,7 @@ import pytest
 
 from dse.engines.base import StageBuild
 from dse.engines.cache import EngineCache
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def _writer(payload: bytes = b"engine", report: dict | None = None):

@@ -7,14 +7,15 @@ import pytest
 
 from dse.backends.base import MeasureSettings
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.engines.cache import EngineCache
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
 from dse.search import SearchSettings, SearchSpace, maximize_phase
 from dse.store import read
 from dse.zoo import build_network
+from dse.workflow.space import space_of
 
 SETTINGS = MeasureSettings(input_size=64, sample_size=200)
 
@@ -83,6 +84,6 @@ def test_a_phase_with_nothing_measured_fails_naming_why(analysis, tmp_path):
     assert board.measure(_config(analysis)).ok
     for p in cache.dir.glob("*.json"):
         p.write_text("{")
-    space = SearchSpace.for_backend(analysis, board)
+    space = space_of(analysis, board)
     with pytest.raises(DseError, match="maximizer measured nothing on option E.*error.*corrupt engine sidecar"):
         maximize_phase(space, Evaluator(board), _config(analysis), SearchSettings(max_buffers=4))

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from dse.cli import main
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.report.export import jedi_config, load_result, trtexec_commands
 
 FIG35 = Configuration("yolov4", "xavier-agx-sim", option="PND-B", cuts=(52, 134), streams=(1, 4, 3), buffers=8,

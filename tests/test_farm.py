@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.farm.boards import Board, load_board, unreachable
 from dse.farm.lease import LeasedBackend, acquire, farm_boards, parse_farm
-from dse.measurement import Measurement
+from dse.core.measurement import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
 LOCAL = [Board("local-1", "host-cpu", None, "local"), Board("local-2", "host-cpu", None, "local")]

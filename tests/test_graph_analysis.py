@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import NetworkAnalysis, analyze
 from tests.models import GraphBuilder, paddle_style_detector, pytorch_style_convnet
 

@@ -6,7 +6,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.model import load_model, parse_input_shapes
 from dse.graph.tensors import static_shape
 from tests.models import (OPSETS, GraphBuilder, chain_model, model_inputs, paddle_style_detector,

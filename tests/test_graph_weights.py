@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import NetworkAnalysis, analyze
 from dse.graph.partition import check_partition, partition
 from dse.graph.weights import WEIGHTS_KEY, content_id, has_weights, strip_weights, structure_digest, weight_names

@@ -10,11 +10,11 @@ import pytest
 
 from dse.backends.base import MeasureSettings
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
-from dse.measurement import Measurement
+from dse.core.measurement import Measurement
 from dse.platform import load_platform
 from dse.search import Probe, SearchSettings, SearchSpace, maximize_phase, run_search
 from dse.search.board_model import (NetworkFacts, Observation, StageRole, StageRow, fit_board_model,
@@ -24,6 +24,7 @@ from dse.search.guided import CHECK_TUPLES, LOCAL_TUPLES, candidate_tuples, expe
 from dse.search.params import search_config
 from dse.search.streams import stream_tuple
 from dse.zoo import build_network
+from dse.workflow.space import space_of, search_space
 
 
 def _synthetic_facts(n=48, groups=6, seed=0):
@@ -80,7 +81,7 @@ def board(request):
     net = request.param
     # noise-free: the brute-force best is one tuple
     backend, base = _sim_board(net, input_size=64 if net.startswith("tiny") else 416)
-    return backend, SearchSpace.for_backend(backend.analysis, backend), base
+    return backend, space_of(backend.analysis, backend), base
 
 
 def test_candidates_are_every_feasible_tuple(board):
@@ -219,7 +220,7 @@ def test_idle_accelerators_bound_their_option_at_its_threads():
     assert model.host_ceiling((2, 1), "E") == model.host_ceiling((2, 1))
 
     analysis = analyze(build_network("tiny-detector", input_size=64))
-    space = SearchSpace.for_backend(analysis, SimBackend(load_platform("xavier-agx-sim"), analysis,
+    space = space_of(analysis, SimBackend(load_platform("xavier-agx-sim"), analysis,
                                                          MeasureSettings(input_size=64, seed=0)))
     a = Configuration(benchmark="tiny-detector", platform="xavier-agx-sim", option="A", cuts=(3,), streams=(2, 1))
     measured = [Measurement(a, fps=500.0, util={"GPU": 0.6, "DLA0": 0.7, "DLA1": 0.0, "CPU": 0.8}, cpu_util=0.8),
@@ -292,7 +293,7 @@ def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_th
     from dse.search.race import race
 
     backend, base = _sim_board("yolov4", sigma=0.03)
-    space = SearchSpace.for_backend(backend.analysis, backend)
+    space = space_of(backend.analysis, backend)
     e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     near = e.with_(buffers=7)                        # the same true FPS as ``e``: a race at 3 % wants more batches
     earlier = e.with_(option="A", cuts=(60,), streams=(2, 1))
@@ -410,7 +411,7 @@ def test_guided_fine_tuning_lowers_only_the_answer():
     from dse.search.pipeline import _lowered, finetune_phase
 
     backend, base = _sim_board("tiny-detector", 0.01, input_size=64)
-    space = SearchSpace.for_backend(backend.analysis, backend)
+    space = space_of(backend.analysis, backend)
     cut = next(c for c in space.feasible_cuts if c > 3 and space.feasibility((c,)) is None)
     starts = [base.with_(option="E", streams=(4,), buffers=10, pre_threads=4, post_threads=3),
               base.with_(option="A", cuts=(cut,), streams=(4, 4), buffers=10, pre_threads=4, post_threads=3)]
@@ -800,7 +801,7 @@ def test_threads_rise_to_the_settings_bound_and_no_further(board):
     assert most_threads(settings.with_(max_pre=2, max_post=2)) == 2
     host = load_platform("host-cpu")
     analysis = analyze(build_network("tiny-chain", input_size=32))
-    shared = SearchSpace.for_platform(analysis, host, MeasureSettings(precision="fp32", input_size=32), lambda: None)
+    shared = search_space(analysis, host, MeasureSettings(precision="fp32", input_size=32), lambda: None)
     assert shared.shared_cores == host.shared_cores() == host.mapping_cores() >= 1
 
 
@@ -811,7 +812,7 @@ def test_on_the_hosts_cores_the_cuts_are_measured_with_every_buffer():
     from dataclasses import replace
 
     backend, base = _sim_board("tiny-detector", input_size=64)
-    space = SearchSpace.for_backend(backend.analysis, backend)
+    space = space_of(backend.analysis, backend)
     settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4, max_buffers=24)
 
     def buffers(space):

@@ -10,10 +10,10 @@ from dse.backends.base import MeasureSettings
 from dse.backends.layermap import stage_mapping
 from dse.backends.ort import OrtBackend
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
-from dse.layermap import LayerMapping
+from dse.taskgraph import LayerMapping
 from dse.platform import load_platform
 from dse.store import read, row_to_measurement
 from dse.zoo import build_network
@@ -158,9 +158,9 @@ def test_sim_measures_gpu_dla_mappings_with_noise(xavier, tmp_path):
     assert again.ok and again.fps != m.fps and again.fps == pytest.approx(m.fps, rel=0.1)
     assert backend.measure(gpu_only).fps == m.fps   # seeded
     # DLA-capable tasks alternate GPU and DLA0: a two-PE pipeline beats the GPU alone
-    from dse.layermap import ProfileTable
+    from dse.backends.sim.tasks import profile_from_sim
 
-    dla = ProfileTable.from_sim(backend.platform, backend.analysis, graph, ["dla"], "int8").column("dla")
+    dla = profile_from_sim(backend.platform, backend.analysis, graph, ["dla"], "int8").column("dla")
     ids = [2 if np.isfinite(dla[i]) and i >= graph.n // 2 else 1 for i in range(graph.n)]
     split = LayerMapping("8", ids, accelerators=("gpu", "dla")).to_configuration(base)
     ms = Evaluator(backend, tmp_path / "s.parquet").evaluate(split, phase="p", strategy="s")

@@ -13,7 +13,7 @@ from onnx import numpy_helper
 from bench import layermap_calibration as cal
 from dse.backends.sim.cpu_cost import KERNELS, cpu_kind, cpu_layer_us, layer_times_us, npu_us, transfer_us
 from dse.config import config_dir
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import Layer, analyze
 from dse.platform import load_platform, platform_from_dict
 from dse.zoo import ZOO, build_network, convert, list_networks

@@ -7,10 +7,12 @@ import sys
 import numpy as np
 import pytest
 
-from dse.configuration import Configuration
-from dse.layermap import (AnalyticModel, CpuConfig, Incremental, LayerMapError, LayerMapping, LinearComm, PeSet,
-                          ProfileTable, TaskGraph, build_task_graph, freq_correct, npu_from_cpu, simulate, validate)
-from dse.runtime.cpu_groups import usable_cores
+from dse.core.configuration import Configuration
+from dse.backends.sim.tasks import profile_from_sim
+from dse.platform.cpu_groups import usable_cores
+from dse.runtime.task_profile import profile_from_ort
+from dse.taskgraph import (AnalyticModel, CpuConfig, Incremental, LayerMapError, LayerMapping, LinearComm, PeSet,
+                           ProfileTable, TaskGraph, build_task_graph, freq_correct, npu_from_cpu, simulate, validate)
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +168,7 @@ def test_profile_corrections():
 
 def test_profile_from_sim(monkeypatch):
     from dse.backends.sim.cost import CostModel
-    from dse.backends.sim.layers import frame_of, layer_table
+    from dse.graph.layers import frame_of, layer_table
     from dse.graph.analysis import analyze
     from dse.platform import load_platform
     from dse.zoo import build_network
@@ -174,7 +176,7 @@ def test_profile_from_sim(monkeypatch):
     analysis = analyze(build_network("tiny-detector"))
     g = build_task_graph(analysis)
     platform = load_platform("xavier-agx-sim")
-    prof = ProfileTable.from_sim(platform, analysis, g, ["gpu", "dla"], precision="int8")
+    prof = profile_from_sim(platform, analysis, g, ["gpu", "dla"], precision="int8")
     gpu_layers = CostModel(platform, layer_table(frame_of(analysis))).per_layer("gpu", "int8", 1).t
     assert prof.column("gpu") == pytest.approx([gpu_layers[list(ls)].sum() for ls in g.layers])
     dla = prof.column("dla")
@@ -184,7 +186,7 @@ def test_profile_from_sim(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "dse.backends.sim.cpu_cost", None)    # the CPU cost model absent
     with pytest.raises(LayerMapError, match="CPU kinds need the sim CPU cost model"):
-        ProfileTable.from_sim(platform, analysis, g, ["cpu2", "gpu"])
+        profile_from_sim(platform, analysis, g, ["cpu2", "gpu"])
 
     class FakeCpuCost:    # a stand-in with the agreed signature: cost ~ MACs / cores
         @staticmethod
@@ -192,7 +194,7 @@ def test_profile_from_sim(monkeypatch):
             return 1.0 + layer.macs / (1000.0 * cores)
 
     monkeypatch.setitem(sys.modules, "dse.backends.sim.cpu_cost", FakeCpuCost)
-    p = ProfileTable.from_sim(platform, analysis, g, ["cpu1", "gpu", "npu"])
+    p = profile_from_sim(platform, analysis, g, ["cpu1", "gpu", "npu"])
     assert p.kinds == ("cpu1", "gpu", "npu")
     expect1 = [sum(1.0 + analysis.layers[i].macs / 1000.0 for i in ls) for ls in g.layers]
     expect4 = [sum(1.0 + analysis.layers[i].macs / 4000.0 for i in ls) for ls in g.layers]
@@ -201,7 +203,7 @@ def test_profile_from_sim(monkeypatch):
 
 
 def test_profile_keeps_the_fastest_runs():
-    from dse.layermap.profile import _kept
+    from dse.runtime.task_profile import _kept
 
     runs = np.array([[5.0, 5.0], [1.0, 9.0], [2.0, 2.0], [3.0, 3.0], [9.0, 9.0]])
     assert _kept(runs, 0.4, runs.sum(axis=1)).tolist() == [[2.0, 2.0], [3.0, 3.0]]   # whole runs, by their total
@@ -212,25 +214,25 @@ def test_profile_keeps_the_fastest_runs():
 def test_profile_from_ort_times_every_task(chain):
     analysis, g = chain
     for method in ("model", "task"):
-        prof = ProfileTable.from_ort(analysis, g, (1,), repeats=3, warmup=1, method=method)
+        prof = profile_from_ort(analysis, g, (1,), repeats=3, warmup=1, method=method)
         assert prof.kinds == ("cpu1",) and prof.source == f"ort:{method}" and "onnxruntime" in prof.versions
         assert prof.time_us.shape == (g.n, 1) and np.isfinite(prof.time_us).all() and (prof.time_us > 0).all()
         # the heaviest task (most MACs) is not the cheapest one
         assert prof.time_us[np.argmax(g.macs), 0] > prof.time_us[:, 0].min()
     with pytest.raises(LayerMapError, match="each must be in 1.."):
-        ProfileTable.from_ort(analysis, g, (999,))
+        profile_from_ort(analysis, g, (999,))
     with pytest.raises(LayerMapError, match="unknown ORT profiling method 'x'; valid choices: model, task"):
-        ProfileTable.from_ort(analysis, g, (1,), method="x")
+        profile_from_ort(analysis, g, (1,), method="x")
     with pytest.raises(LayerMapError, match=r"fastest \(the share of runs kept\) must be in \(0, 1\], got 0"):
-        ProfileTable.from_ort(analysis, g, (1,), fastest=0)
-    fast = ProfileTable.from_ort(analysis, g, (1,), repeats=5, warmup=1, fastest=0.2)   # one run of five kept
+        profile_from_ort(analysis, g, (1,), fastest=0)
+    fast = profile_from_ort(analysis, g, (1,), repeats=5, warmup=1, fastest=0.2)   # one run of five kept
     assert fast.time_us.shape == (g.n, 1) and (fast.time_us > 0).all()
     # beside a busy neighbour core: every task still timed, and the neighbour stops with the profile
     import threading
 
     cores = usable_cores()
     if len(cores) >= 2:
-        busy = ProfileTable.from_ort(analysis, g, (1,), repeats=3, warmup=1, cores=cores[:2], busy_neighbours=True)
+        busy = profile_from_ort(analysis, g, (1,), repeats=3, warmup=1, cores=cores[:2], busy_neighbours=True)
         assert (busy.time_us > 0).all() and np.isfinite(busy.time_us).all()
         assert not [t for t in threading.enumerate() if t.name.startswith("neighbour-")]
 

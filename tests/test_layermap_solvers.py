@@ -6,11 +6,11 @@ import itertools
 import numpy as np
 import pytest
 
-from dse.layermap import AnalyticModel, LayerMapError, PeSet, ProfileTable, TaskGraph, chain_dp, run_layer_ga, \
-    solve_ilp
+from dse.taskgraph import AnalyticModel, LayerMapError, PeSet, ProfileTable, TaskGraph
+from dse.systems.layermap import chain_dp, run_layer_ga, solve_ilp
 from dse.ilp import IlpError
-from dse.layermap import screen_finalists
-from dse.layermap.ga import FINALISTS, local_search, preset
+from dse.systems.layermap import screen_finalists
+from dse.systems.layermap.ga import FINALISTS, local_search, preset
 from dse.search.ga_common import hypervolume_2d
 from tests.test_layermap_core import random_graph
 
@@ -216,7 +216,7 @@ def test_screen_finalists_measures_the_near_best_and_ranks_by_measurement():
 
 
 def test_identical_pes_are_the_interchangeable_ones():
-    from dse.layermap.ilp import identical_pes
+    from dse.systems.layermap.ilp import identical_pes
 
     g, prof = random_graph(8, 1)
     assert identical_pes(AnalyticModel(g, prof, PeSet.build("1-1-1-1", ["gpu"]), bandwidth_gbs=1.0)) == [[0, 1, 2, 3]]

@@ -4,11 +4,11 @@ import itertools
 
 import pytest
 
-from dse.errors import DseError
-from dse.multi.combine import Case, Evaluator, evolve
-from dse.multi.methods import combine, frequency_table, global_mapping
-from dse.multi.placement import map_stages
-from dse.multi.settings import MultiSettings
+from dse.core.errors import DseError
+from dse.systems.multi.combine import Case, Evaluator, evolve
+from dse.systems.multi.methods import combine, frequency_table, global_mapping
+from dse.systems.multi.placement import map_stages
+from dse.systems.multi.settings import MultiSettings
 from dse.rt.energy import PowerFit
 from dse.rt.model import Stage, Task
 

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dse.multi.export import dvfs_script, lookup
-from dse.multi.pareto import nondominated
+from dse.systems.multi.export import dvfs_script, lookup
+from dse.systems.multi.pareto import nondominated
 
 
 def test_nondominated_matches_brute_force():
@@ -20,8 +20,8 @@ def test_nondominated_matches_brute_force():
 @pytest.fixture(scope="module")
 def tiny_backend():
     from dse.config import compose_config
-    from dse.multi.networks import network_backend
-    from dse.multi.settings import MultiSettings
+    from dse.systems.multi.networks import network_backend
+    from dse.systems.multi.settings import MultiSettings
     from omegaconf import OmegaConf
 
     cfg = compose_config(["multi=tiny"])
@@ -33,7 +33,7 @@ def tiny_backend():
 def test_ga_front_finds_most_of_the_exact_front(tiny_backend):
     from dataclasses import replace
 
-    from dse.multi.pareto import search_front
+    from dse.systems.multi.pareto import search_front
 
     s, backend = tiny_backend
     exact, info = search_front(backend, s)
@@ -67,7 +67,7 @@ def test_lookup_takes_the_closest_tighter_entry():
 
 
 def test_dvfs_script_sets_the_boards_clock_files_per_entry(tmp_path):
-    from dse.dvfs.modes import ClockControl, KnobFiles, clock_control
+    from dse.platform.modes import ClockControl, KnobFiles, clock_control
     from dse.platform import load_platform
 
     text = dvfs_script(table(), clock_control(load_platform("xavier-agx")))   # the files the board agent writes

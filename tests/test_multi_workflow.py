@@ -45,6 +45,14 @@ def test_outputs_and_shapes(finished):
     assert "dse" in versions and "deap" in versions
 
 
+def test_the_tiny_case_is_golden(finished):
+    case = finished / CASE
+    combine = [json.loads(p.read_text()) for p in sorted((case / "combine").glob("*.json"))]
+    assert_golden("multi/tiny-combine.json", canonical_json(combine))
+    deploy = pd.concat(pd.read_parquet(p).assign(file=p.name) for p in sorted((case / "deploy").glob("*.parquet")))
+    assert_golden("multi/tiny-deploy.csv", canonical_table(deploy))
+
+
 def test_rerun_is_noop_and_ga_override_reruns_step2_only(finished):
     assert _jobs(snakemake(finished, "multi", "-n", "--config", f"overrides={OVR}")) == []
     jobs = _jobs(snakemake(finished, "multi", "-n", "--config", "overrides=[multi=tiny,multi.ga.population=10]"))
@@ -72,11 +80,3 @@ def test_bad_cases_refused_before_jobs(tmp_path, override, message):
     wd = _workdir(tmp_path)
     proc = snakemake(wd, "multi", "-n", "--config", f"overrides={override}", check=False)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
-
-
-def test_the_tiny_case_is_golden(finished):
-    case = finished / CASE
-    combine = [json.loads(p.read_text()) for p in sorted((case / "combine").glob("*.json"))]
-    assert_golden("multi/tiny-combine.json", canonical_json(combine))
-    deploy = pd.concat(pd.read_parquet(p).assign(file=p.name) for p in sorted((case / "deploy").glob("*.parquet")))
-    assert_golden("multi/tiny-deploy.csv", canonical_table(deploy))

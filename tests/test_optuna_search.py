@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.search.ga_common import stream_cap
 from dse.search.optuna_search import optuna_search

@@ -32,6 +32,10 @@ def test_outputs(finished):
     assert "| nsga2 |" in (run / "pareto.md").read_text()
 
 
+def test_the_front_is_golden(finished):
+    assert_golden("pareto/emotion-ferplus.csv", canonical_table(pd.read_parquet(finished / RUN / "pareto.parquet")))
+
+
 def test_rerun_is_noop_and_a_setting_reruns_the_search(finished):
     assert _jobs(snakemake(finished, "pareto", "-n", "--config", f"overrides={OVR}")) == []
     jobs = _jobs(snakemake(finished, "pareto", "-n", "--config", f"overrides={OVR[:-1]},pareto.mutpb=0.1]"))
@@ -48,7 +52,3 @@ def test_rerun_is_noop_and_a_setting_reruns_the_search(finished):
 def test_bad_settings_are_refused_before_any_job(tmp_path, override, message):
     proc = snakemake(_workdir(tmp_path), "pareto", "-n", "--config", f"overrides={override}", check=False)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
-
-
-def test_the_front_is_golden(finished):
-    assert_golden("pareto/emotion-ferplus.csv", canonical_table(pd.read_parquet(finished / RUN / "pareto.parquet")))

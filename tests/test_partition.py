@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from onnx import numpy_helper
 
 from dse.cli import main
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import check_partition, partition, write_partition
 from dse.zoo import build_network, save_network

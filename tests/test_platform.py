@@ -4,7 +4,7 @@ import copy
 import pytest
 import yaml
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.config import config_dir, group_choices
 from dse.platform import load_platform, platform_from_dict
 
@@ -116,7 +116,7 @@ def test_dla_limits_follow_the_toolkit_version(version, engines, per_core):
 def test_host_cpu_is_the_same_platform_model():
     """host-cpu: one PE per CPU core group, options generated from the cores, the same Platform class the
     Jetson profiles load into (no backend-specific platform type)."""
-    from dse.runtime.cpu_groups import core_group_name, usable_cores
+    from dse.platform.cpu_groups import core_group_name, usable_cores
 
     p = load_platform("host-cpu")
     cores = usable_cores()
@@ -141,7 +141,7 @@ def test_host_cpu_is_the_same_platform_model():
 def test_core_group_options_of_a_four_core_host():
     """Four cores: E on all of them (under no second name, "4") and one option per split into two to
     ``max_groups`` groups, cores taken in order."""
-    from dse.runtime.cpu_groups import core_group_layouts
+    from dse.platform.cpu_groups import core_group_layouts
 
     layouts = core_group_layouts([0, 1, 2, 3])
     assert list(layouts) == ["E", "3-1", "2-2", "2-1-1", "1-1-1-1"]
@@ -152,7 +152,7 @@ def test_core_group_options_of_a_four_core_host():
 
 def test_bad_buffer_scope_names_the_choices():
     from dse.config import compose_config
-    from dse.errors import DseError
+    from dse.core.errors import DseError
     from dse.platform import platform_from_dict
     from omegaconf import OmegaConf
 
@@ -166,7 +166,7 @@ def test_sim_full_window_is_a_flag():
     """``sim.full_window`` is on in the shipped Jetson profiles and off in a profile without the key; anything
     but true or false is refused, naming the value."""
     from dse.config import compose_config
-    from dse.errors import DseError
+    from dse.core.errors import DseError
     from dse.platform import platform_from_dict
     from omegaconf import OmegaConf
 
@@ -181,7 +181,7 @@ def test_sim_full_window_is_a_flag():
 
 def test_stage_thread_cpu_outside_one_core_is_refused():
     from dse.config import compose_config
-    from dse.errors import DseError
+    from dse.core.errors import DseError
     from dse.platform import platform_from_dict
     from omegaconf import OmegaConf
 
@@ -194,7 +194,7 @@ def test_stage_thread_cpu_outside_one_core_is_refused():
 
 def test_stage_thread_work_names_its_parts():
     from dse.config import compose_config
-    from dse.errors import DseError
+    from dse.core.errors import DseError
     from dse.platform import platform_from_dict
     from omegaconf import OmegaConf
 

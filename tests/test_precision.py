@@ -13,7 +13,7 @@ from onnx.reference import ReferenceEvaluator
 
 from dse.engines.precision import insert_qdq, to_fp16
 from dse.engines.trt_settings import float_to_hex, parse_calibration_cache
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import partition
 from dse.zoo import build_network

@@ -50,7 +50,7 @@ def test_answer_is_best_by_remeasured_mean(ref):
 
 def test_remeasure_is_fresh_and_reproducible(ref):
     from dse.workflow.phases import search_setup
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.evaluate import Evaluator
 
     cfg = Configuration.from_dict(ref["reference"]["config"])
@@ -69,7 +69,7 @@ def test_remeasure_together_runs_round_robin_with_the_same_runs(ref):
     """Several answers re-measured together take repeat r of each before r + 1 of any (a real host's drift then
     falls on all alike) and, on the sim, the very runs they get one after another."""
     from dse.workflow.phases import search_setup
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     configs = list({c.hash: c for c in (Configuration.from_dict(e["config"])
                                         for e in (ref["reference"], *ref["top"]))}.values())[:3]
@@ -161,7 +161,7 @@ def test_pooled_judge_measures_each_distinct_answer_against_the_reference(ref, t
     reference is one entry answered by both, its paired quality 1; rows of other setups are refused."""
     from bench import guided_rejudge
     from dse.workflow.phases import search_setup
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     others = [c for c in ref["top"] if c["config_hash"] != ref["reference"]["config_hash"]]
     setup = {"network": NET, "precision": PREC, "platform": reference.PLATFORM, "overrides": list(FAST)}

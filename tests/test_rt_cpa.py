@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.rt.cpa import CpaProblem, analyse, fifo_blocking, max_fps
 from dse.rt.model import App, Stage, Task
 

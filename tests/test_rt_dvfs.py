@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.rt.cpa import CpaProblem
 from dse.rt.dvfs import brute_force, scales, set_freq
 from dse.rt.energy import AppEnergy, PowerFit, scenario_watts

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.rt.energy import AppEnergy, PowerFit, fit_dynamic, fit_static, scenario_watts
 
 GPU = np.array([675.75, 828.75, 905.25, 1032.75, 1198.5, 1236.75, 1338.75, 1377])

@@ -9,13 +9,13 @@ import onnxruntime as ort
 import pytest
 
 from dse.backends.base import MeasureSettings
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import partition
 from dse.runtime.engine import FunctionEngine
 from dse.runtime.metrics import busy_time, percentile, period_ms
-from dse.runtime.cpu_groups import core_group_name
+from dse.platform.cpu_groups import core_group_name
 from dse.runtime.ort_engine import OrtStageEngine
 from dse.runtime.pipeline import Pipeline, StagePlan
 from dse.zoo import build_network

@@ -15,9 +15,9 @@ import random
 
 import pytest
 
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.search import (Probe, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
                         select_option, select_phase, unique_tuples)
 from dse.search.candidates import candidate_cuts

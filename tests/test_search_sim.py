@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.backends.base import MeasureSettings
 from dse.search import SearchSettings, SearchSpace, explore_option, maximize, run_search
 from dse.search.params import search_config
@@ -18,6 +18,7 @@ evaluate_mod = pytest.importorskip("dse.evaluate.evaluator")
 from dse.graph.analysis import analyze  # noqa: E402
 from dse.platform import load_platform  # noqa: E402
 from dse.zoo import build_network  # noqa: E402
+from dse.workflow.space import space_of
 
 NET, SIZE = "yolov3-tiny", 416
 
@@ -27,7 +28,7 @@ def board():
     analysis = analyze(build_network(NET, input_size=SIZE))
     platform = load_platform("xavier-agx-sim")
     backend = sim.SimBackend(platform, analysis, MeasureSettings(input_size=SIZE, seed=0))
-    space = SearchSpace.for_backend(analysis, backend)
+    space = space_of(analysis, backend)
     base = Configuration(benchmark=NET, platform=platform.name, precision="int8", input_size=SIZE,
                          model_digest=analysis.digest)
     return backend, space, base

@@ -26,7 +26,7 @@ def test_measure_reports_failure(capsys):
 
 def test_calibration_networks_measure_on_the_sim(tmp_path):
     """`dse calibrate` builds one SimBackend per zoo network with that network's measurement settings."""
-    from dse.backends.sim.calibration import Networks, base_g
+    from dse.calibration.anchors import Networks, base_g
     from dse.platform import load_platform
 
     nets = Networks(load_platform("xavier-agx-sim"), cache_dir=tmp_path, seed=3)

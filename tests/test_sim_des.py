@@ -3,7 +3,7 @@ import pytest
 
 from dse.backends.base import MeasureSettings
 from dse.backends.sim import SimBackend
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_dla_limits_count_engines_and_loadables_per_core(analysis):
 
 
 def test_unknown_limit_names_the_valid_ones():
-    from dse.errors import DseError
+    from dse.core.errors import DseError
 
     with pytest.raises(DseError, match="max_dla_engines_total"):
         _with_limits(max_dla_loadables_total=4)

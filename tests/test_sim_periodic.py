@@ -9,7 +9,7 @@ import pytest
 from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, accelerator_contention, simulate_periodic
 from dse.backends.sim.power import idle_rails_w, rail_power_w
 from dse.backends.sim.tasktime import TailModel, dvfs_scale
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.platform import load_platform
 
 EXACT = TailModel()          # no jitter, no tail: every task takes its base time
@@ -61,7 +61,7 @@ def test_single_app_with_noise_is_the_sum_of_its_draws(xavier):
 def test_app_from_a_task_profile(xavier):
     from dse.backends.base import MeasureSettings
     from dse.backends.sim import SimBackend
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.graph.analysis import analyze
     from dse.zoo import build_network
 
@@ -213,7 +213,7 @@ def test_des_never_exceeds_the_cpa_wcrt(xavier):
 
     from dse.backends.base import MeasureSettings
     from dse.backends.sim import SimBackend
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
     from dse.graph.analysis import analyze
     from dse.rt.model import App, Stage, Task
     from dse.zoo import build_network

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from dse.backends.sim.power import RAILS, board_power_w, idle_rails_w, rail_power_w, rails_of
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.platform import load_platform, platform_from_dict
 
 PROFILES = Path(__file__).resolve().parents[1] / "config" / "platform"

@@ -10,8 +10,8 @@ from dse.backends.base import MeasureSettings
 from dse.backends.sim import SimBackend
 from dse.backends.sim.noise import noise_rng
 from dse.backends.sim.tasktime import TailModel, dvfs_scale
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.platform import platform_from_dict
 from dse.rt.model import Stage
 

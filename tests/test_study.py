@@ -3,8 +3,8 @@ target explores each point and merges them, and a rerun with a larger grid explo
 import pandas as pd
 import pytest
 
-from dse.errors import DseError
-from dse.study.settings import StudySettings
+from dse.core.errors import DseError
+from dse.systems.study.settings import StudySettings
 import dse.workflow.plan
 from dse.workflow.study import plan_study, plan_study_point
 from tests.golden import assert_golden, canonical_table

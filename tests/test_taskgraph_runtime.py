@@ -11,11 +11,11 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.analysis import analyze
 from dse.graph.partition import extract_ranges, partition
 from dse.platform import load_platform
-from dse.runtime.cpu_groups import core_group_name
+from dse.platform.cpu_groups import core_group_name
 from dse.runtime.engine import FunctionEngine
 from dse.runtime.ort_engine import OrtStageEngine
 from dse.runtime.pipeline import Pipeline, StagePlan

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from dse.cli import main
-from dse.taskset.campaign import CampaignSettings, decide_configurations, from_config, run_campaign, summarize
-from dse.taskset.errors import TasksetError
-from dse.taskset.generate import generate_set, set_rng
-from dse.taskset.schedule import Scheduler
-from dse.taskset.variants import OPTIONS, VariantTable, load_table
+from dse.systems.taskset.campaign import CampaignSettings, decide_configurations, from_config, run_campaign, summarize
+from dse.systems.taskset.errors import TasksetError
+from dse.systems.taskset.generate import generate_set, set_rng
+from dse.systems.taskset.schedule import Scheduler
+from dse.systems.taskset.variants import OPTIONS, VariantTable, load_table
 from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
 
@@ -198,14 +198,14 @@ def test_taskset_target_runs_every_scenario_and_reruns_nothing(tmp_path):
     assert bad.returncode != 0 and "shared" in bad.stdout + bad.stderr
 
 
-# -- variants measured by the evaluator (dse.taskset.measured) ---------------------------------------------------
+# -- variants measured by the evaluator (dse.systems.taskset.measured) ---------------------------------------------------
 
 SMALL = ("squeezenet", "yolov2-tiny")
 
 
 @pytest.fixture(scope="module")
 def measured():
-    from dse.taskset.measured import MeasureSpec, measure_variants
+    from dse.systems.taskset.measured import MeasureSpec, measure_variants
 
     return measure_variants(MeasureSpec(networks=SMALL), frame_ms=100.0)
 
@@ -234,8 +234,8 @@ def test_measured_variants_have_the_seeds_shapes(measured):
 
 
 def test_measured_cpu_variants_run_onnx_runtime_with_k_threads():
-    from dse.runtime.cpu_groups import usable_cores
-    from dse.taskset.measured import MeasureSpec, measure_variants
+    from dse.platform.cpu_groups import usable_cores
+    from dse.systems.taskset.measured import MeasureSpec, measure_variants
 
     _, rows = measure_variants(MeasureSpec(networks=("squeezenet",), cpu="ort", repeats=3), frame_ms=1000.0)
     cpu = rows[rows.option.str.startswith("cpu")]
@@ -254,14 +254,14 @@ def test_measured_cpu_variants_run_onnx_runtime_with_k_threads():
     ({"colour": 1}, "unknown key 'colour' in taskset.measure"),
 ])
 def test_bad_measure_specs_name_the_value(change, message):
-    from dse.taskset.measured import MeasureSpec
+    from dse.systems.taskset.measured import MeasureSpec
 
     with pytest.raises(TasksetError, match=message):
         MeasureSpec.from_dict({"networks": ["squeezenet"], **change})
 
 
 def test_measured_network_without_a_variant_fails():
-    from dse.taskset.measured import MeasureSpec, measure_variants
+    from dse.systems.taskset.measured import MeasureSpec, measure_variants
 
     with pytest.raises(TasksetError, match="yolov2-tiny has no runnable variant"):
         measure_variants(MeasureSpec(networks=("yolov2-tiny",)), frame_ms=0.5)

@@ -8,7 +8,7 @@ import pytest
 
 from dse.engines.base import StageBuild
 from dse.engines.trt_settings import TrtPlatform, build_settings, dla_refusal, key_settings, parse_version
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 LINES = ["TRT-8601-EntropyCalibration2", "x: 3c010a14"]
 GPU_INT8 = StageBuild(0, 0, 9, "GPU", "GPU", "int8", 1)

@@ -71,6 +71,12 @@ def test_end_to_end_outputs(finished):
     assert "[maximize]" in proc.stderr  # progress lines
 
 
+def test_the_tiny_run_is_golden(finished):
+    wd, _ = finished
+    assert_golden("pipeline/tiny-best.yaml", (wd / RUN / "best.yaml").read_text(encoding="utf-8"))
+    assert_golden("pipeline/tiny-measurements.csv", canonical_table(pd.read_parquet(wd / RUN / "measurements.parquet")))
+
+
 def test_a_virtual_board_run_holds_no_weights(finished):
     """The virtual board costs shapes: the run's model is weight-free and nothing materialized the weights."""
     import onnx
@@ -364,9 +370,3 @@ def test_the_report_counts_what_this_search_asked_for(finished):
     header, _, values = [line for line in section.splitlines() if line.startswith("|")][:3]
     cells = dict(zip([c.strip() for c in header.split("|")[1:-1]], [c.strip() for c in values.split("|")[1:-1]]))
     assert int(cells["Measurements"]) == len(asked & set(merged["config_hash"]))
-
-
-def test_the_tiny_run_is_golden(finished):
-    wd, _ = finished
-    assert_golden("pipeline/tiny-best.yaml", (wd / RUN / "best.yaml").read_text(encoding="utf-8"))
-    assert_golden("pipeline/tiny-measurements.csv", canonical_table(pd.read_parquet(wd / RUN / "measurements.parquet")))

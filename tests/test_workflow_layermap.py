@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.workflow.plan import plan_runs
 from tests.golden import assert_golden, canonical_table
 from tests.test_workflow import _jobs, _workdir, snakemake
@@ -56,6 +56,14 @@ def test_s9_outputs_are_consistent(s9):
     md = (run / "layermap.md").read_text()
     assert "| (2,1,1) |" in md and "GPU-only" in md and "measured FPS" in md
     assert "[layermap] ilp 2-1-1 cap 50 %" in proc.stderr and "results ->" in proc.stderr   # progress, summary
+
+
+def test_the_s9_table_is_golden(s9):
+    wd, _ = s9
+    table = pd.read_parquet(wd / S9_RUN / "layermap.parquet")
+    # the ILPs run under a time limit: what they reach (and whether they prove it) depends on this machine's speed
+    table = table[table["method"] != "ilp"].drop(columns=["gap"])
+    assert_golden("layermap/s9-squeezenet.csv", canonical_table(table))
 
 
 def test_s9_rerun_is_a_noop_and_an_ilp_setting_reruns_only_the_ilp(s9):
@@ -110,11 +118,3 @@ def test_host_cpu_profiles_and_measures_for_real(tmp_path):
     rows = read(run / "cache/layermap.parquet")
     assert len(rows) == found["config_hash"].nunique() and (rows["backend"] == "ort").all() and rows["option"].str.startswith("LM:").all()
     assert len(list((wd / "results" / "models").glob("*.onnx"))) == 1, "the profile and the runs had the weights"
-
-
-def test_the_s9_table_is_golden(s9):
-    wd, _ = s9
-    table = pd.read_parquet(wd / S9_RUN / "layermap.parquet")
-    # an ILP stopped by its time limit holds what this machine's speed reached: only proven optima are pinned
-    table = table[table["status"] != "time limit"].drop(columns=["gap"])
-    assert_golden("layermap/s9-squeezenet.csv", canonical_table(table))

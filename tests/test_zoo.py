@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 
 from dse.cli import main
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.zoo import (ZOO, build_network, cfg_path, convert, count_nodes, fold_batchnorm, list_networks,
                      network_layers, write_darknet_weights)
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 APPLICATIONS: dict[str, type] = {}
 

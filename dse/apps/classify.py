@@ -8,7 +8,7 @@ import numpy as np
 
 from dse.apps.base import InferenceApplication, register
 from dse.apps.images import resize_bilinear, to_chw
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 @register("classify")

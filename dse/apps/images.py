@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 SYNTHETIC_SIZE = (480, 640)  # (height, width) of generated frames, a camera-like aspect ratio

@@ -14,7 +14,7 @@ import numpy as np
 
 from dse.apps.base import InferenceApplication, register
 from dse.apps.images import letterbox, resize_bilinear, to_chw
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 HEAD_PREFIXES = ("yolo_", "region_")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dse.backends.base import Backend, MeasureSettings, supports
-from dse.errors import choices_error
+from dse.core.errors import choices_error
 
 BACKENDS = ("sim", "ort", "trt")
 

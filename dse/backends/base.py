@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol
 
-from dse.configuration import Configuration
-from dse.errors import DseError, choices_error
-from dse.measurement import Measurement
+from dse.core.configuration import PREPROCESS, Configuration
+from dse.core.errors import DseError, choices_error
+from dse.core.measurement import Measurement
 from dse.platform import Platform
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ TRACE = "trace"
 INTERLEAVED = "interleaved"
 RUNS_MODEL = "runs_model"
 CAPABILITIES = (GPU_LAYER_PROFILE, TRACE, INTERLEAVED, RUNS_MODEL)
-PREPROCESS = ("resize", "letterbox")
 
 
 @dataclass(frozen=True)

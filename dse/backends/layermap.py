@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dse.backends.checks import check_bounds
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.layermap.mapping import CpuConfig, LayerMapping, PeSet, check_pe_ids
-from dse.layermap.taskgraph import TaskGraph, build_task_graph
+from dse.platform.checks import check_bounds
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.taskgraph.mapping import CpuConfig, LayerMapping, PeSet, check_pe_ids
+from dse.taskgraph.graph import TaskGraph, build_task_graph
 
 
 def is_layer_mapping(config: Configuration) -> bool:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 
 from dse.backends.base import RUNS_MODEL, MeasureSettings
-from dse.backends.checks import check_cuts, check_layout
+from dse.platform.checks import check_cuts, check_layout
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.platform import Platform, load_platform
 
 

@@ -5,7 +5,7 @@ builds each stage's engine with ``dse.engines.trt`` into the engine cache (one D
 a PND stage loads it on DLA0 and DLA1), writes the agent's JSON config, runs
 ``python3 -m dse.board measure --config cfg.json`` locally or over ssh (``platform.transport``), and turns the
 JSON it prints into a Measurement. A configuration with a power mode or clocks in ``extra`` sends the agent
-their sysfs settings (``dse.dvfs.modes.agent_clocks`` from the platform's ``clock_control``); the agent sets them
+their sysfs settings (``dse.platform.modes.agent_clocks`` from the platform's ``clock_control``); the agent sets them
 for the run and puts the board back afterwards.
 
 Engines are built by the TensorRT of the process that runs this backend; over ssh they are copied into the
@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 from dse.backends.base import RUNS_MODEL, MeasureSettings
-from dse.backends.checks import check_cuts, check_layout, check_stages
-from dse.configuration import Configuration
-from dse.dvfs.modes import agent_clocks
-from dse.errors import BuildRefused, DseError
-from dse.measurement import Measurement
+from dse.platform.checks import check_cuts, check_layout, check_stages
+from dse.core.configuration import Configuration
+from dse.platform.modes import agent_clocks
+from dse.core.errors import BuildRefused, DseError
+from dse.core.measurement import Measurement
 from dse.platform import Platform, load_platform
 
 TRANSPORTS = ("local", "ssh")
@@ -44,7 +44,7 @@ def transport_of(platform) -> dict:
          "timeout_s": 1800}
     t.update({k: v for k, v in dict(raw).items() if v is not None})
     if t["kind"] not in TRANSPORTS:
-        from dse.errors import choices_error
+        from dse.core.errors import choices_error
 
         raise choices_error("transport kind", t["kind"], TRANSPORTS)
     if t["kind"] == "ssh" and not t["host"]:

@@ -1,6 +1,6 @@
 """Run a measurement at a power mode and clocks on the board, then put the board back as it was.
 
-The orchestrator sends (``dse.dvfs.modes.agent_clocks``)::
+The orchestrator sends (``dse.platform.modes.agent_clocks``)::
 
     {"nvpmodel": {"command": "nvpmodel", "id": 2, "name": "MODE_15W"},      # or null: keep the current mode
      "knobs": [{"name": "gpu", "value": 670000000, "min": [".../min_freq"], "max": [".../max_freq"]},

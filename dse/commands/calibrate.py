@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
                         "also accepted)")
     p.add_argument("--fit", nargs="*", metavar="PATH", default=None,
                    help="fit these profile values (default: the board's fitted values: on Xavier the peak rates and "
-                        "overheads of dse.backends.sim.fit, on TX2 dse.dvfs.anchors.FITTED; PATH+PATH ties values "
+                        "overheads of dse.calibration.fit, on TX2 dse.calibration.tx2.FITTED; PATH+PATH ties values "
                         "that move together) to the fit half of the anchors and report both halves before and after")
     p.add_argument("--fit-evaluations", type=int, default=150, metavar="N",
                    help="anchor evaluations the fit may spend (default 150)")
@@ -45,9 +45,9 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from dse.backends.sim.anchor_sets import anchor_set
-    from dse.backends.sim.calibration import CACHE, assign_splits, format_table, split_summary
-    from dse.errors import DseError
+    from dse.calibration.anchor_sets import anchor_set
+    from dse.calibration.anchors import CACHE, assign_splits, format_table, split_summary
+    from dse.core.errors import DseError
 
     cache = Path(args.cache) if args.cache else CACHE
     sets = [s.strip() for s in args.set]
@@ -65,7 +65,7 @@ def run(args) -> int:
     tables = []
     rows = None
     if args.fit is not None:
-        from dse.backends.sim.fit import fit, fit_table
+        from dse.calibration.fit import fit, fit_table
 
         same_set = args.quick == (args.fit_anchors == "quick")   # the fit's anchors are the report's
         result = fit(profile, lambda d: evaluate(d, args.fit_anchors == "quick"), args.fit or anchors_of.fit_parameters,
@@ -90,7 +90,7 @@ def run(args) -> int:
     if rows is None:
         rows = evaluate(profile, args.quick)
     if args.decisions:
-        from dse.backends.sim.decisions import decide_all, decisions_table, ranking_anchors
+        from dse.calibration.decisions import decide_all, decisions_table, ranking_anchors
 
         decisions = decide_all(args.platform, seed=args.seed, overrides=overrides,
                                progress=lambda s: print(f"deciding {s}", flush=True))
@@ -143,7 +143,7 @@ def platform_profile(name: str, sets: list[str]) -> dict:
     from omegaconf import OmegaConf
 
     from dse.config import compose_config, group_choices
-    from dse.errors import DseError, choices_error
+    from dse.core.errors import DseError, choices_error
 
     if name not in group_choices("platform"):
         raise choices_error("platform", name, group_choices("platform"))

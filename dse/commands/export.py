@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.store.atomic import write_text_atomic
 
 
@@ -42,7 +42,7 @@ def _dla_notes(config, platform, analysis) -> dict | None:
     if analysis is None or platform.dla_rules is None or platform.cost is None:
         return None
     from dse.backends.sim import SimBackend
-    from dse.dla.explain import explain, trtexec_notes
+    from dse.report.dla_fallback import explain, trtexec_notes
 
     try:
         return trtexec_notes(explain(SimBackend(platform, analysis), config=config))
@@ -53,7 +53,7 @@ def _dla_notes(config, platform, analysis) -> dict | None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from dse.backends.checks import check_cuts
+    from dse.platform.checks import check_cuts
     from dse.platform import load_platform
     from dse.report.export import jedi_config, load_result, trtexec_script
 

@@ -31,7 +31,7 @@ def _load(model_arg: str, shapes):
     """A file path, else a zoo network name."""
     from pathlib import Path
 
-    from dse.errors import DseError
+    from dse.core.errors import DseError
     from dse.graph.analysis import analyze
 
     if Path(model_arg).exists() or model_arg.endswith(".onnx"):
@@ -60,7 +60,7 @@ def _inspect(args) -> int:
     if args.dla:
         return _inspect_dla(args, analysis)
     if args.option or args.cuts or args.tensorrt:
-        from dse.errors import DseError
+        from dse.core.errors import DseError
 
         raise DseError("--option, --cuts and --tensorrt explain DLA placement: add --dla")
     summary = analysis.summary()
@@ -126,9 +126,9 @@ def _print_rich(analysis, summary: dict, seconds: float, show_layers: bool) -> N
 
 def _dla_explanation(args, analysis):
     from dse.backends.sim import SimBackend
-    from dse.configuration import PRECISIONS, Configuration
-    from dse.dla.explain import explain, require_dla
-    from dse.errors import DseError, choices_error
+    from dse.core.configuration import PRECISIONS, Configuration
+    from dse.report.dla_fallback import explain, require_dla
+    from dse.core.errors import DseError, choices_error
     from dse.platform import load_platform
 
     if args.precision not in PRECISIONS:

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def _int_list(text: str, what: str) -> tuple[int, ...]:

@@ -21,13 +21,13 @@ def _run(args) -> int:
 
     import pandas as pd
 
-    from dse.dvfs.modes import clock_control
-    from dse.errors import DseError
-    from dse.multi.export import dvfs_script, jedi_multi
-    from dse.multi.networks import network_backend
+    from dse.platform.modes import clock_control
+    from dse.core.errors import DseError
+    from dse.systems.multi.export import dvfs_script, jedi_multi
+    from dse.systems.multi.networks import network_backend
     from dse.platform import load_platform
     from dse.store.atomic import write_text_atomic
-    from dse.workflow.multi import load_result, load_settings
+    from dse.systems.multi.case_dir import load_result, load_settings
 
     table_path = Path(args.case_dir) / "freqtable" / f"{args.fsm}-{args.method}.parquet"
     if not table_path.is_file():

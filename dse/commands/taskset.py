@@ -22,7 +22,7 @@ def add_parser(sub):
 
 def hydra_overrides(pairs: list[str]) -> list[str]:
     """``scenario=nvdla`` -> ``taskset.scenario=nvdla``; ``table=NAME`` -> ``taskset=NAME``; the rest as given."""
-    from dse.taskset.errors import TasksetError
+    from dse.systems.taskset.errors import TasksetError
 
     out = []
     for pair in pairs:
@@ -39,8 +39,8 @@ def hydra_overrides(pairs: list[str]) -> list[str]:
 
 
 def _run(args) -> int:
-    from dse.errors import DseError
-    from dse.workflow import taskset as wf
+    from dse.core.errors import DseError
+    from dse.systems.taskset import jobs as wf
 
     pairs = [*args.args, *args.overrides]
     if args.action in ("variants", "campaign", "report"):

@@ -22,7 +22,7 @@ def add_parser(sub):
 
 
 def _run(args) -> int:
-    from dse.errors import DseError
+    from dse.core.errors import DseError
 
     if args.step == "analyze":
         from dse.workflow.analyze import analyze_run
@@ -41,7 +41,7 @@ def _run(args) -> int:
         compare(args.run)
         return 0
     if args.step == "pareto":
-        from dse.workflow.pareto import run
+        from dse.systems.pareto.jobs import run
 
         run(args.run)
         return 0
@@ -51,12 +51,12 @@ def _run(args) -> int:
         print(merge_study(args.run))
         return 0
     if args.step.startswith("dataflow-"):
-        from dse.workflow.dataflow import run_step
+        from dse.systems.dataflow.jobs import run_step
 
         run_step(args.step[len("dataflow-"):], args.run, args.job)
         return 0
     if args.step.startswith("multi-"):
-        from dse.workflow import multi
+        from dse.systems.multi import jobs as multi
 
         step = args.step[len("multi-"):]
         if step == "pareto":

@@ -87,7 +87,7 @@ def layer_features(op: str, attrs: dict, out_shape: list[int] | None, in_shapes:
 
 def table_features(op_types: list[str], attrs: list[dict], inputs: list[list[str]], out_shapes: list[list],
                    outputs: list[list[str]], param_bytes=None) -> list[dict]:
-    """Features of every layer of a layer table (the columns ``dse.backends.sim.layers.layer_table`` parses)."""
+    """Features of every layer of a layer table (the columns ``dse.graph.layers.layer_table`` parses)."""
     shape_of: dict[str, list[int]] = {}
     for outs, shapes in zip(outputs, out_shapes):
         for t, s in zip(outs, shapes or []):

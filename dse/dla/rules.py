@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from dse.configuration import PRECISIONS
-from dse.errors import DseError
+from dse.core.configuration import PRECISIONS
+from dse.core.errors import DseError
 
 LIMIT_KEYS = ("max_batch", "max_dim", "max_loadables_per_core", "max_engines_total", "precisions", "sources")
 OP_KEYS = ("layer", "limits", "values", "precisions", "note", "source", "unsupported")

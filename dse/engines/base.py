@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 if TYPE_CHECKING:  # keep `import dse.engines.base` light (no onnx import)
     import onnx

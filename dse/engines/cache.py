@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.store.atomic import umask_mode as _umask_mode
 from dse.store.atomic import write_bytes_atomic as atomic_write_bytes
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dse.engines.base import StageBuild, model_bytes
 from dse.engines.cache import EngineArtifact, EngineCache
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 SAVE_LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_DISABLE_ALL")
 

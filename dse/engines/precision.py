@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 FLOAT, FLOAT16 = TensorProto.FLOAT, TensorProto.FLOAT16
 # op -> indices of the inputs that carry activations (quantized with calibration scales) or weights (initializers)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.engines.cache import EngineArtifact, EngineCache
 
 EXT = "simengine"

@@ -30,7 +30,7 @@ from dse.engines.trt_settings import (
     split_calibration_cache,
     summarize_inspector,
 )
-from dse.errors import BuildRefused, DseError
+from dse.core.errors import BuildRefused, DseError
 
 
 def stage_io(model) -> tuple[dict[str, list[int]], set[str], list[str]]:

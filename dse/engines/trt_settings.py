@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass, field
 
 from dse.engines.base import StageBuild
-from dse.errors import BuildRefused, DseError, choices_error
+from dse.core.errors import BuildRefused, DseError, choices_error
 from dse.platform import toolkit_version_tuple
 
 TRT_PRECISIONS = ("fp32", "fp16", "int8")

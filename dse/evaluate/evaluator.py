@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.store import append, measurement_row, read, row_to_measurement, store_lock
 
 

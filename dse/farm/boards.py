@@ -7,7 +7,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 KEYS = ("name", "model", "jetpack", "target", "workdir", "python")
 TARGET = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9._-]+)(?::(?P<port>\d+))?$")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.farm.boards import Board, unreachable
 
 BOARDS_ENV = "DSE_BOARDS"          # the farm of this invocation: comma-separated board names (Snakefile sets it)

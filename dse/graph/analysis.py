@@ -26,7 +26,7 @@ from typing import Callable
 
 import onnx
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph import cuts as cutmath
 from dse.graph.cost import layer_macs, small_attrs
 from dse.graph.model import load_model

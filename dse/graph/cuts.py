@@ -12,7 +12,7 @@ import operator
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def validate_cuts(cuts: Iterable[int] | int, n_layers: int) -> tuple[int, ...]:

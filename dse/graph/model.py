@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.tensors import format_shape, node_reads, rename_reads, static_shape
 
 _MAX_FOLD_PASSES = 6

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from dse.engines.cache import atomic_write_bytes
-from dse.errors import DseError
+from dse.store.atomic import write_bytes_atomic
+from dse.core.errors import DseError
 from dse.graph.tensors import node_reads as _reads
 
 MANIFEST = "partition.json"
@@ -182,13 +182,13 @@ def write_partition(stages: list[StageModel], out_dir: str | Path, digest: str =
         raise DseError(f"{out} is a file: give a directory for the stage models")
     out.mkdir(parents=True, exist_ok=True)
     for s in stages:
-        atomic_write_bytes(out / s.file_name, s.to_bytes())
+        write_bytes_atomic(out / s.file_name, s.to_bytes())
     keep = {s.file_name for s in stages}
     for old in out.glob("stage_*.onnx"):
         if old.name not in keep:
             old.unlink()
     path = out / MANIFEST
-    atomic_write_bytes(path, (json.dumps(manifest(stages, digest), indent=1) + "\n").encode())
+    write_bytes_atomic(path, (json.dumps(manifest(stages, digest), indent=1) + "\n").encode())
     return path
 
 

@@ -12,8 +12,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 
 JEDI_DATA_TYPES = {"fp32": "FP32", "fp16": "FP16", "int8": "INT8"}
 JEDI_APP_TYPES = {"yolo": "YoloApplication", "classify": "ClassificationApplication"}
@@ -47,7 +47,7 @@ def load_result(path: str | Path) -> tuple[Configuration, dict]:
 
 def stage_devices(config: Configuration, platform) -> list[dict]:
     """Per stage: {"device": GPU|DLA, "dla_core": int|None, "pnd": bool} from the platform's option table."""
-    from dse.backends.checks import check_layout, check_stages
+    from dse.platform.checks import check_layout, check_stages
 
     reason = check_layout(config, platform) or check_stages(config, platform)
     if reason:  # the same rules a measurement is refused by: no export of what cannot run

@@ -68,7 +68,7 @@ def energy_front(points: pd.DataFrame, chosen: dict | None, reference: dict | No
 
 def save_figure(fig, out) -> Path:
     """Write a figure atomically (temp file + rename) to a file path (a directory is refused)."""
-    from dse.errors import DseError
+    from dse.core.errors import DseError
 
     out = Path(out)
     if out.is_dir():

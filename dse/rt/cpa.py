@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.rt.model import KINDS, App, CpaResult, Placement, Stage, kind_of
 
 _EPS = 1e-9

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def _xy(freqs_mhz, watts, need: int, what: str) -> tuple[np.ndarray, np.ndarray]:

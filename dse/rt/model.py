@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 KINDS = ("cpu", "gpu", "dla")
 

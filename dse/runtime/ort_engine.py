@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from dse.runtime.cpu_groups import core_group_name
+from dse.platform.cpu_groups import core_group_name
 from dse.runtime.engine import ThreadedContext, run_pinned
 
 

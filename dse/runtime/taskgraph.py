@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.graph.partition import StageModel, extract_ranges
-from dse.runtime.cpu_groups import core_group_name
+from dse.platform.cpu_groups import core_group_name
 from dse.runtime.engine import pin_current_thread
 from dse.runtime.pipeline import _EOF, POLL_S, FrameRunner, _describe, _Stopped
 

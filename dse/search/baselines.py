@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from dse.configuration import Configuration
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.measurement import Measurement
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.probe import Probe, as_probe
 from dse.search.settings import SearchSettings

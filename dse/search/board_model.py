@@ -127,7 +127,7 @@ class NetworkFacts:
 
 def network_facts(analysis, platform, profile: Sequence[float] | None) -> NetworkFacts:
     """The facts of one network on one platform (``profile``: per-layer GPU ms, None where the board gives none)."""
-    from dse.backends.sim.layers import frame_of, layer_table
+    from dse.graph.layers import frame_of, layer_table
 
     table = layer_table(frame_of(analysis), digest=getattr(analysis, "digest", None))
     rules = platform.dla_rules

@@ -17,11 +17,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from dse.configuration import Configuration
-from dse.dvfs.modes import (EXTRA_KEYS, MODE_KEY, clock_control, clock_extra, is_clocked, mode_levels, power_mode,
+from dse.core.configuration import Configuration
+from dse.platform.modes import (EXTRA_KEYS, MODE_KEY, clock_control, clock_extra, is_clocked, mode_levels, power_mode,
                              power_modes)
-from dse.errors import DseError, choices_error
-from dse.measurement import Measurement
+from dse.core.errors import DseError, choices_error
+from dse.core.measurement import Measurement
 from dse.platform import Platform
 from dse.rt.dvfs import set_freq
 from dse.search.probe import Probe
@@ -231,7 +231,7 @@ def remeasured(probe: Probe, row: dict, repeats: range) -> dict:
 
 def _with_front(rows: list[dict]) -> list[dict]:
     """Rows marked ``on_front``: no other row has at least the FPS and at most the J/frame, one of them strictly."""
-    from dse.dvfs.search import pareto_mask
+    from dse.search.ga_common import pareto_mask
 
     ok = [r for r in rows if r["status"] == "ok" and r["energy_j_per_frame"] is not None]
     mask = pareto_mask([r["fps"] for r in ok], [r["energy_j_per_frame"] for r in ok]) if ok else []

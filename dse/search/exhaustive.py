@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.params import search_config
 from dse.search.probe import Probe, as_probe, score

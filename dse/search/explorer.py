@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
-from dse.errors import choices_error
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import choices_error
+from dse.core.measurement import Measurement
 from dse.search.candidates import candidate_cuts
 from dse.search.global_search import TopEntry, global_search
 from dse.search.initial import initial_tuple

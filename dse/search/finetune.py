@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dse.configuration import Configuration
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.measurement import Measurement
 from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width

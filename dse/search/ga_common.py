@@ -14,9 +14,9 @@ import numpy as np
 
 from deap import algorithms, base, creator, tools
 
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.search.probe import score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace, stage_width
@@ -198,6 +198,16 @@ def non_dominated(inds: list) -> list:
         if obj[i, 1] < best:
             keep.append(inds[i])
             best = obj[i, 1]
+    return keep
+
+
+def pareto_mask(fps, energy) -> np.ndarray:
+    """The 2-D front of (FPS up, energy down): True where no other point has fps >= and energy <= with one strict."""
+    fps, energy = np.asarray(fps, float), np.asarray(energy, float)
+    keep = np.ones(len(fps), dtype=bool)
+    for i in range(len(fps)):
+        dom = (fps >= fps[i]) & (energy <= energy[i]) & ((fps > fps[i]) | (energy < energy[i]))
+        keep[i] = not dom.any()
     return keep
 
 

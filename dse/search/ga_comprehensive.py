@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, repair_cuts, run_ga, stream_cap
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score

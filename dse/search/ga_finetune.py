@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, run_ga
 from dse.search.probe import Probe, as_probe, score
 from dse.search.settings import SearchSettings

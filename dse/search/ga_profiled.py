@@ -17,8 +17,8 @@ from typing import Mapping, Sequence
 
 from deap import base, tools
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.search.finetune import FinetuneResult, finetune
 from dse.search.ga_common import GASettings, deap_types, repair_cuts, run_ga
 from dse.search.params import search_config

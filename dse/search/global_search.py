@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.measurement import Measurement
 from dse.search.local_search import local_search
 from dse.search.moves import Directions, move, single
 from dse.search.params import search_config

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.search.board_model import (
     BoardModel,
     NetworkFacts,

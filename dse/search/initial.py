@@ -12,7 +12,7 @@ import random
 from bisect import bisect_left
 from typing import Sequence
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace, stage_width
 

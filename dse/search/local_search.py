@@ -8,8 +8,8 @@ direction again, else roll back. Only the best configuration is reported (Top-K 
 """
 from __future__ import annotations
 
-from dse.configuration import Configuration
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.measurement import Measurement
 from dse.search.moves import move, single
 from dse.search.probe import Tracker, score
 from dse.search.space import SearchSpace

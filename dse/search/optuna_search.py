@@ -17,9 +17,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dse.configuration import Configuration
-from dse.errors import DseError, choices_error
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError, choices_error
+from dse.core.measurement import Measurement
 from dse.search.ga_common import stream_cap
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score

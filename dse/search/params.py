@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.search.streams import stream_tuple
 
 BOUND_KEYS = ("pre", "post", "buffers", "streams")

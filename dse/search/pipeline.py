@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.search.baselines import base_g_config
 from dse.search.board_time import RerunBudget
 from dse.search.board_model import CPU_BUSY
 from dse.search.explorer import OptionResult, explore_option
-from dse.measurement import Measurement
+from dse.core.measurement import Measurement
 from dse.search.finetune import PHASE as FINETUNE
 from dse.search.finetune import FinetuneResult, fewest_resources, finetune
 from dse.search.guided import STRATEGY as GUIDED

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dse.configuration import Configuration
+from dse.core.configuration import Configuration
 from dse.search.board_time import RerunBudget
 from dse.search.probe import Probe
 

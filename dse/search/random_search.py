@@ -9,9 +9,9 @@ import random
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from dse.configuration import Configuration
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.search.ga_common import stream_cap
 from dse.search.initial import random_tuple
 from dse.search.params import make_config

@@ -5,8 +5,8 @@ first is not measured again; it still counts as a point of this method (the meth
 """
 from __future__ import annotations
 
-from dse.configuration import Configuration
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.measurement import Measurement
 from dse.search.probe import Probe, score
 
 

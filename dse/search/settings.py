@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 INITIAL_MODES = ("random", "balanced", "auto")
 # model-guided (dse.search.guided; the default: it beats the thesis' search in BENCHMARKS.md "Guided search": more answers

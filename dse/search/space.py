@@ -5,14 +5,13 @@ split): the evaluator owns caching, building engines and persistence.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from dse.configuration import Configuration
-from dse.errors import DseError, choices_error
-from dse.measurement import Measurement
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError, choices_error
+from dse.core.measurement import Measurement
 
 STAGE_TYPES = ("GPU", "DLA", "PND", "CPU")
 
@@ -87,43 +86,6 @@ class SearchSpace:
                 return option
         raise DseError(f"no mapping option runs the whole network on {self.main_pe}; options: "
                        f"{', '.join(f'{o}={t}' for o, t in self.stage_pe_types.items())}")
-
-    @classmethod
-    def for_backend(cls, analysis, backend) -> SearchSpace:
-        """The network's cut structure and the backend's platform options (see ``for_platform``)."""
-        return cls.for_platform(analysis, backend.platform, backend.settings, lambda: backend)
-
-    @classmethod
-    def for_platform(cls, analysis, platform, settings, backend: Callable[[], object]) -> SearchSpace:
-        """The network's cut structure and the platform's options that can run at the run's precision and batch
-        (``settings``: ``MeasureSettings``), with the per-layer GPU profile where the platform's backend declares
-        one: ``backend()`` makes it on first use, so a phase that never asks for the profile never builds a
-        backend (strategies see only the profile, never the backend)."""
-        from dse.backends import capabilities_of
-        from dse.backends.base import GPU_LAYER_PROFILE
-        from dse.backends.checks import unrunnable_options
-
-        profile = None
-        if GPU_LAYER_PROFILE in capabilities_of(platform.backend):
-            def profile() -> list[float]:
-                return backend().gpu_layer_profile(settings.precision, settings.batch)
-        from dse.search.board_model import network_facts, roles_of_platform
-
-        skipped = unrunnable_options(platform, settings.precision, settings.batch)
-        kinds = {o: k for o, k in platform.stage_kinds().items() if o not in skipped}
-        roles = {o: r for o, r in roles_of_platform(platform).items() if o in kinds}
-
-        @functools.cache
-        def facts_of():
-            return network_facts(analysis, platform, profile() if profile else None)
-
-        return cls(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
-                   check_cuts=lambda cuts: analysis.check_cuts(list(cuts)), stage_pe_types=kinds,
-                   feasible_tuple=lambda cuts: analysis.is_feasible(list(cuts)),
-                   main_pe=platform.main_kind, gpu_layer_profile=profile, stage_roles=roles,
-                   network_facts=facts_of, board_costs=platform.board_costs,
-                   run_frames=settings.sample_size + (settings.warmup or 0),
-                   shared_cores=platform.shared_cores())
 
     def feasibility(self, cuts: Sequence[int]) -> str | None:
         """None if ``cuts`` is a feasible ordered tuple, else why not (order and range checked here)."""

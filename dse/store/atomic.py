@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 
 def fsync_dir(directory: Path) -> None:

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic
 from dse.store.schema import COLUMN_DEFAULTS, RETRIED_STATUSES, SCHEMA, upgrade
 

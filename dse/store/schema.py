@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from dse.measurement import Measurement
+from dse.core.measurement import Measurement
 
 INTS = pa.list_(pa.int32())
 SCHEMA = pa.schema([
@@ -152,7 +152,7 @@ def _reasons(value) -> dict[str, int] | None:
 
 def row_to_measurement(row: dict) -> Measurement:
     """Rebuild a Measurement from a stored row (the measurement cache); nulls read as "not measured"."""
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     def value(key, default=0.0):
         v = row.get(key)

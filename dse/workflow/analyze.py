@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dse.network import analyze_source
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
-from dse.workflow.plan import read_part
+from dse.config import read_part
 
 
 def analyze_run(run: str | Path) -> dict:

@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from dse.configuration import Configuration
-from dse.errors import DseError, choices_error
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
 from dse.report.tables import TUPLE_PHASES
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
@@ -60,9 +60,9 @@ class Comparison:
         self.ctx = RunContext(Path(run))
         self.settings = settings or CompareSettings.from_cfg(self.ctx.part("compare"))
         self.backend = self.ctx.make_backend(with_baseline_options(self.ctx.platform))
-        from dse.search import SearchSpace
+        from dse.workflow.space import space_of
 
-        self.space = SearchSpace.for_backend(self.ctx.analysis, self.backend)
+        self.space = space_of(self.ctx.analysis, self.backend)
         self.options = self.ctx.options()          # what the run's own search explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base

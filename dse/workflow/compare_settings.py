@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
-from dse.errors import choices_error
+from dse.core.errors import choices_error
 from dse.search.ga_common import GASettings
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",

@@ -19,28 +19,29 @@ from pathlib import Path
 import onnx
 from omegaconf import OmegaConf
 
-from dse.configuration import Configuration
-from dse.errors import DseError
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError
 from dse.evaluate import Evaluator
-from dse.measurement import Measurement
+from dse.core.measurement import Measurement
 from dse.store.atomic import write_json_atomic, write_text_atomic
 
 
 def search_setup(network: str, precision: str, engine_root: Path, platform: str, overrides=()):
     """Config, analysis, backend, search space, settings and base configuration of one run of ``network`` built
     the way the workflow builds them (``config_parts`` validates the same parts), for in-process searches
-    (``bench/``, ``dse.backends.sim.decisions``)."""
+    (``bench/``, ``dse.calibration.decisions``)."""
     from dse.backends import backend_from_config
     from dse.config import compose_config
     from dse.network import load_analysis
-    from dse.search import SearchSettings, SearchSpace
+    from dse.search import SearchSettings
     from dse.workflow.plan import config_parts
+    from dse.workflow.space import space_of
 
     cfg = compose_config([f"benchmark={network}", f"precision={precision}", f"platform={platform}", *overrides])
     parts = config_parts(cfg)[0]
     analysis = load_analysis(cfg)  # cached per process: fp16 and int8 share one analysis
     backend = backend_from_config(cfg, analysis, engine_root=engine_root)
-    space = SearchSpace.for_backend(analysis, backend)
+    space = space_of(analysis, backend)
     settings = SearchSettings.from_dict(parts["search"])
     base = base_configuration(backend.settings, backend.platform.name, analysis)
     return cfg, analysis, backend, space, settings, base
@@ -72,7 +73,7 @@ class RunContext:
     run: Path
 
     def part(self, name: str) -> dict:
-        from dse.workflow.plan import read_part
+        from dse.config import read_part
 
         return read_part(self.run, name)
 
@@ -154,9 +155,9 @@ class RunContext:
 
     @cached_property
     def space(self):
-        from dse.search import SearchSpace
+        from dse.workflow.space import search_space
 
-        return SearchSpace.for_platform(self.analysis, self.platform, self.measure_settings, lambda: self.backend)
+        return search_space(self.analysis, self.platform, self.measure_settings, lambda: self.backend)
 
     @property
     def base(self) -> Configuration:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from dse.config import compose_config, run_dir, split_overrides
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.search.settings import SearchSettings
 
 # run_dir/config/<part>.yaml: the rules' inputs
@@ -34,13 +33,13 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     run explores (``search.options``, else every option of the platform) and, per target family ("pipeline",
     "layermap"), why the platform cannot run it. A layer-mapping board has no pipeline parts (search, compare)."""
     from dse.backends import MeasureSettings, validate_backend
-    from dse.backends.checks import over_limit
+    from dse.platform.checks import over_limit
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
     from dse.search.clocks import EnergySettings
     from dse.search.settings import SearchSettings
     from dse.workflow.compare_settings import CompareSettings
-    from dse.workflow.layermap import LayermapSettings, refusal
+    from dse.systems.layermap.settings import LayermapSettings, refusal
 
     platform = OmegaConf.to_container(cfg.platform, resolve=True)
     loaded = load_platform(platform)
@@ -86,8 +85,8 @@ def digest(text: str) -> str:
 
 def runnable_options(platform, measure, settings) -> tuple[str, ...]:
     """The options the run explores: ``search.options`` (each must exist and be able to run), else every option
-    of the platform that can run at the run's precision and batch (``dse.backends.checks.unrunnable_options``)."""
-    from dse.backends.checks import unrunnable_options
+    of the platform that can run at the run's precision and batch (``dse.platform.checks.unrunnable_options``)."""
+    from dse.platform.checks import unrunnable_options
 
     skipped = unrunnable_options(platform, measure.precision, measure.batch)
     for option in settings.options:
@@ -159,7 +158,7 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
 def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
     """(run directory, plan) of one composed config: what `plan_runs` makes per benchmark and a study per point."""
     from dse.search.clocks import EnergySettings
-    from dse.workflow.layermap import LayermapSettings
+    from dse.systems.layermap.settings import LayermapSettings
 
     parts, options, refused = config_parts(cfg)
     plan = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
@@ -176,11 +175,3 @@ def layermap_outputs(layermap: dict) -> tuple[str, ...]:
     files = ["layermap.md", "layermap.parquet", "plots/layermap_periods.png", "plots/layermap_gantt_100.png",
              "plots/layermap_gantt_cap.png"]
     return tuple(files + (["plots/layermap_pareto.png"] if layermap["energy"] else []))
-
-
-def read_part(run: str | Path, part: str) -> dict:
-    """A config part of a planned run directory, as written by rule ``configure``."""
-    path = Path(run) / "config" / f"{part}.yaml"
-    if not path.exists():
-        raise DseError(f"{path} is missing: plan the run first (snakemake writes it, rule configure)")
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)

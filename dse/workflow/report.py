@@ -6,7 +6,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from dse.backends.checks import unrunnable_options
+from dse.platform.checks import unrunnable_options
 from dse.report import plots
 from dse.report.tables import best_row, cost_row, errors, markdown_table
 from dse.store import merge
@@ -113,8 +113,8 @@ def run_summary(best: dict, base: float, cost: dict, frame, selected: str) -> di
 def _dla_section(ctx: RunContext, best: dict) -> list[str]:
     """Why layers of the best configuration's DLA stages run on the GPU (``dse inspect --dla`` for any other)."""
     from dse.backends.sim import SimBackend
-    from dse.configuration import Configuration
-    from dse.dla.explain import explain
+    from dse.core.configuration import Configuration
+    from dse.report.dla_fallback import explain
 
     platform = ctx.platform
     if platform.dla_rules is None or platform.cost is None:
@@ -196,7 +196,7 @@ def _base_g(frame) -> float:
 def _gantt(ctx: RunContext, best: dict, out: Path) -> Path | None:
     """The steady-state schedule of the best configuration, where the backend keeps one (``TRACE``)."""
     from dse.backends.base import TRACE, supports
-    from dse.configuration import Configuration
+    from dse.core.configuration import Configuration
 
     if not supports(ctx.backend, TRACE):
         return None

@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 from omegaconf import OmegaConf
 
-from dse.errors import DseError
+from dse.config import read_part
+from dse.core.errors import DseError
 from dse.store.atomic import write_text_atomic
 from dse.store.parquet import write_atomic
 from dse.workflow.plan import RunPlan
@@ -39,7 +40,7 @@ def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
     """Compose the study (``overrides``, e.g. ``[study=xavier-36]``) and plan every point; every bad value is
     refused before any job runs. Writes nothing."""
     from dse.config import compose_config, split_overrides
-    from dse.study.settings import StudySettings
+    from dse.systems.study.settings import StudySettings
     from dse.workflow.plan import plan_run
 
     overrides = split_overrides(snakemake_config.get("overrides"))
@@ -69,7 +70,7 @@ def plan_study_point(snakemake_config: dict, run: str) -> RunPlan | None:
     inside a cluster job needs, without planning the whole study (~0.25 s per point, minutes for 1,000 points).
     Points whose grid values appear in ``run``'s path are tried first; each is verified by planning it."""
     from dse.config import compose_config, split_overrides
-    from dse.study.settings import StudySettings
+    from dse.systems.study.settings import StudySettings
     from dse.workflow.plan import plan_run
 
     overrides = split_overrides(snakemake_config.get("overrides"))
@@ -88,13 +89,10 @@ def plan_study_point(snakemake_config: dict, run: str) -> RunPlan | None:
 
 def merge_study(sdir: str | Path) -> Path:
     """Rule ``study_merge``: study.parquet (one row per point), study.md and the plots."""
-    from dse.study.summary import study_frame, study_markdown, study_plots
+    from dse.systems.study.summary import study_frame, study_markdown, study_plots
 
     sdir = Path(sdir)
-    path = sdir / "config" / "study.yaml"
-    if not path.exists():
-        raise DseError(f"{path} is missing: plan the study first (snakemake writes it, rule study_configure)")
-    part = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    part = read_part(sdir, "study", "study_configure")
     frame = study_frame(part)
     write_atomic(pa.Table.from_pandas(frame, preserve_index=False), sdir / "study.parquet")
     study_plots(frame, sdir / "plots")

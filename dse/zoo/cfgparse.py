@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 
 
 @dataclass

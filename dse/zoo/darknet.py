@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 from dse.zoo.cfgparse import Section, parse_cfg, read_cfg
 from dse.zoo.weights import DarknetWeights, RandomWeights
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnx
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 from dse.store.atomic import write_bytes_atomic
 from dse.zoo.darknet import convert, count_nodes
 

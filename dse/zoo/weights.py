@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 
 # AlexeyAB's darknet normalizes with sqrt(var + 1e-5); the original pjreddie code used sqrt(var) + 1e-6.
 BN_EPS = 1e-5

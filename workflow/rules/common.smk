@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.farm.lease import BOARDS_ENV, parse_farm
 from dse.workflow.plan import PARTS, plan_runs
 
@@ -83,10 +83,10 @@ def family_files(all_plans):
     return lambda wildcards: [f for directory, plan in all_plans().items() for f in plan.files(directory)]
 
 
-multi_plans, multi_plan = lazy_plans("multi case", "dse.workflow.multi:plan_multi")
-dataflow_plans, dataflow_plan = lazy_plans("dataflow case", "dse.workflow.dataflow:plan_dataflow")
-taskset_plans, taskset_plan = lazy_plans("taskset campaign", "dse.workflow.taskset:plan_taskset")
-pareto_plans, pareto_plan = lazy_plans("pareto run", "dse.workflow.pareto:plan_pareto")
+multi_plans, multi_plan = lazy_plans("multi case", "dse.systems.multi.jobs:plan_multi")
+dataflow_plans, dataflow_plan = lazy_plans("dataflow case", "dse.systems.dataflow.jobs:plan_dataflow")
+taskset_plans, taskset_plan = lazy_plans("taskset campaign", "dse.systems.taskset.jobs:plan_taskset")
+pareto_plans, pareto_plan = lazy_plans("pareto run", "dse.systems.pareto.jobs:plan_pareto")
 study_plans, study_plan = lazy_plans("study", "dse.workflow.study:plan_study")
 STUDY_POINTS = {}
 

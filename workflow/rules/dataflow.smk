@@ -1,4 +1,4 @@
-# DNNs inside dataflow applications under group deadlines (thesis Ch. 5, dse/workflow/dataflow.py):
+# DNNs inside dataflow applications under group deadlines (thesis Ch. 5, dse/systems/dataflow/jobs.py):
 # pareto (one job per network, the multi target's step 1) -> comap (one job per deadline x method x seed) ->
 # deploy (the periodic simulation of each co-mapping) -> report.
 # `snakemake --cores 2 dataflow --config overrides='[dataflow=ch5-motivational]'` (results/dataflow/<case>/<platform>/).

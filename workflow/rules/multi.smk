@@ -1,4 +1,4 @@
-# Several networks on one board under deadlines with DVFS (thesis Ch. 4, dse/workflow/multi.py):
+# Several networks on one board under deadlines with DVFS (thesis Ch. 4, dse/systems/multi/jobs.py):
 # pareto (one job per network) -> powerfit -> combine (one job per FSM x method) -> freqtable -> deploy -> report.
 # `snakemake --cores 2 multi --config overrides='[multi=ch4-alpha]'` (results/multi/<case>/<platform>/).
 # Each job reads only its config parts, so changing the GA sizes reruns combine and what follows, not step 1.

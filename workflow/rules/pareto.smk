@@ -1,4 +1,4 @@
-# Energy/frequency Pareto search of seed 001 (Tang et al., dse/workflow/pareto.py): NSGA-II over per-layer mappings
+# Energy/frequency Pareto search of seed 001 (Tang et al., dse/systems/pareto/jobs.py): NSGA-II over per-layer mappings
 # x CPU-cluster and GPU clocks on a clocked board, against TensorRT over every clock pair, both re-measured.
 # `snakemake --cores 2 pareto --config overrides='[platform=tx2-sim,benchmark=vgg19]'` (results/pareto/<platform>/<net>/).
 wildcard_constraints:

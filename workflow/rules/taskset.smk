@@ -1,4 +1,4 @@
-# Task-set schedulability with per-accelerator variants (seed 003, dse/workflow/taskset.py): one campaign job per
+# Task-set schedulability with per-accelerator variants (seed 003, dse/systems/taskset/jobs.py): one campaign job per
 # scenario (independent), then the report (Tables 5-7 and Figs. 10-12 analogs).
 # `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]';
 # variants measured by the evaluator first: --config overrides='[taskset=zoo-xavier]'.

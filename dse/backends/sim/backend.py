@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings
-from dse.backends.checks import check_cuts, check_layout, check_stages, dla_limit_reason
+from dse.platform.checks import check_cuts, check_layout, check_stages, dla_limit_reason
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.backends.sim.cost import CostModel, StageCost
 from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
-from dse.backends.sim.layers import LayerTable, frame_of, layer_table
+from dse.graph.layers import LayerTable, frame_of, layer_table
 from dse.backends.sim.noise import factor, noise_rng
 from dse.backends.sim.power import board_power_w
-from dse.configuration import Configuration
-from dse.dvfs.modes import ClockSetting, clock_setting, time_scale
-from dse.errors import DseError
-from dse.measurement import Measurement
+from dse.backends.sim.tasktime import time_scale
+from dse.core.configuration import Configuration
+from dse.platform.modes import ClockSetting, clock_setting
+from dse.core.errors import DseError
+from dse.core.measurement import Measurement
 from dse.platform import Platform, load_platform
 
 
@@ -276,28 +277,27 @@ class SimBackend:
             fallback_reasons=dict(planned.fallback_reasons), backend=self.name)
 
     def _measure_layer_mapping(self, config: Configuration, repeat: int) -> Measurement:
-        """A (checked) per-layer mapping: a sim profile of the PE kinds it uses (``ProfileTable.from_sim``), the
+        """A (checked) per-layer mapping: a sim profile of the PE kinds it uses (``tasks.profile_from_sim``), the
         analytic model (period with the util cap, one-frame latency, loads) and the task-graph DES for the
         period; the platform's noise on fps, latency and power. Pre/post-processing and buffers are not
         modelled (only the B = 2 slots per cross-PE tensor); stage_ms is per segment (maximal same-PE task run)."""
-        from dse.layermap.evaluate import AnalyticModel
-        from dse.layermap.mapping import validate
-        from dse.layermap.profile import ProfileTable
-        from dse.layermap.simulate import simulate as simulate_tasks
+        from dse.backends.sim.tasks import analytic_model, profile_from_sim
+        from dse.taskgraph.mapping import validate
+        from dse.taskgraph.simulate import simulate as simulate_tasks
 
         p = self.platform
         mapping, pes, graph = self.layermap.resolve(config)
         m = mapping.array
         used = list(dict.fromkeys(pes.kinds[i] for i in sorted(set(m.tolist()))))
         try:
-            profile = ProfileTable.from_sim(p, self.analysis, graph, used, config.precision, config.batch)
+            profile = profile_from_sim(p, self.analysis, graph, used, config.precision, config.batch)
             for kind in dict.fromkeys(pes.kinds):
                 if kind not in used:
                     profile = profile.with_kind(kind, np.full(graph.n, np.inf), f"{kind}: no task mapped")
             validate(mapping, graph, profile, pes)
         except DseError as exc:
             return Measurement.refused(config, str(exc), backend=self.name)
-        model = AnalyticModel.for_platform(p, graph, profile, pes, u_max=mapping.util_cap)
+        model = analytic_model(p, graph, profile, pes, u_max=mapping.util_cap)
         ev = model.evaluate(m)
         period = simulate_tasks(model, m).period_us * float(ev.period / ev.period_raw)   # the cap throttles input
         rng = noise_rng(self.settings.seed, config.hash, repeat)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.backends.sim.layers import LayerTable
+from dse.graph.layers import LayerTable
 from dse.dla.rules import reason_counts
 from dse.platform import PECost, Platform
 

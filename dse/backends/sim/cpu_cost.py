@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 from dse.graph.analysis import Layer
 from dse.platform import SIZE_UNITS, TIME_UNITS, Platform
 
@@ -143,14 +143,14 @@ def layer_times_us(platform: Platform, analysis, kind: str, precision: str = "fp
         return np.array([npu_us(platform, cpu_layer_us(platform, layer, ref, precision, active_cores=active_cores))
                          for layer in analysis.layers])
     from dse.backends.sim.cost import CostModel
-    from dse.backends.sim.layers import frame_of, layer_table
+    from dse.graph.layers import frame_of, layer_table
 
     table = layer_table(frame_of(analysis), digest=getattr(analysis, "digest", None))
     return CostModel(platform, table).per_layer(pe_type, precision, 1).t.copy()
 
 
 class PlatformComm:
-    """``transfer_us`` of a board as the comm callable of ``dse.layermap.AnalyticModel`` (vectorized over sizes);
+    """``transfer_us`` of a board as the comm callable of ``dse.systems.layermap.AnalyticModel`` (vectorized over sizes);
     ``cpu_cpu=False``: CPU<->CPU hand-overs are free (004's ILP charges CPU<->GPU transfers only)."""
 
     def __init__(self, platform: Platform, cpu_cpu: bool = True):

@@ -34,7 +34,7 @@ import numpy as np
 
 from dse.backends.sim.power import rail_power_w
 from dse.backends.sim.tasktime import KINDS, TailModel, dvfs_scale
-from dse.errors import DseError
+from dse.core.errors import DseError
 from dse.platform import Platform, load_platform
 from dse.rt.model import Placement, check_edges, kind_of, preds_of
 

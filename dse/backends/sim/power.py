@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dse.backends.sim.tasktime import clock_mhz, freq_span
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
 
 RAILS = ("VDD_GPU", "VDD_CPU", "VDD_CV", "VDD_SOC_REST")

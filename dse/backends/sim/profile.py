@@ -20,12 +20,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dse.backends.checks import dla_limit_reason
+from dse.platform.checks import dla_limit_reason
 from dse.backends.sim.noise import noise_rng
 from dse.backends.sim.power import freq_factor
 from dse.backends.sim.tasktime import TailModel, dvfs_scale
-from dse.configuration import Configuration
-from dse.errors import DseError, choices_error
+from dse.platform.modes import clock_setting
+from dse.core.configuration import Configuration
+from dse.core.errors import DseError, choices_error
 from dse.rt.model import Stage, Task
 
 WCET_RULES = ("max6sigma", "6sigma")
@@ -104,11 +105,10 @@ class _Chain:
 def profile_tasks(backend, config: Configuration, runs: int = 300, wcet_rule: str = "max6sigma",
                   repeat: int = 0) -> TaskProfile:
     """Profile ``config`` (one frame in flight: buffers 1, one stream per stage) on a ``SimBackend``."""
-    from dse.backends.sim.backend import _clocks
 
     p, pm = backend.platform, backend.platform.power
     planned = _checked_plan(backend, config, runs, wcet_rule)
-    setting = _clocks(p, config)
+    setting = clock_setting(p, dict(config.extra))
     clocks = {k: setting.of(k) for k in ("gpu", "dla", "cpu")}
     scale = {k: dvfs_scale(p, k, f) for k, f in clocks.items()}
     chain = [_Chain("cpu", "pre", base=[planned.pre_us], now=[planned.pre_us * scale["cpu"]], gpu_share=[0.0],

@@ -20,8 +20,9 @@ from typing import Mapping
 
 import numpy as np
 
-from dse.errors import DseError, choices_error
+from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
+from dse.platform.modes import ClockSetting
 from dse.rt.model import KINDS
 TASK_KEYS = ("sigma", "tail_p", "tail_us", "cap_sigmas")
 
@@ -115,3 +116,9 @@ def _section(platform: Platform, key: str) -> dict:
     if not isinstance(d, Mapping):
         raise DseError(f"platform {platform.name}: {key} must be a mapping, got {d!r}")
     return dict(d)
+
+
+def time_scale(platform: Platform, setting: ClockSetting, kind: str) -> float:
+    """t(setting) / t(MAXN) of work on a clock kind (``dvfs_scale`` with the mode's GPU units and EMC ceiling)."""
+    return dvfs_scale(platform, kind, setting.of(kind), units=setting.mode.gpu_units if kind == "gpu" else 1.0,
+                      mem_scale=setting.emc_scale)

@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: errors, one configuration and its hash, one measurement."""

@@ -1,0 +1,214 @@
+"""Variant tables measured by the project's own evaluator (seed 003's Table 4 for networks of our zoo, spec 5.6).
+
+Per network (a task type) and option, one job's time at batch 1:
+
+- ``rc8`` / ``rc4``: the whole network on the GPU in fp32 (CUDA cores), on all SMs / on ``sm_fraction`` of them
+  (the sim cost model's SM share: a layer that filled the whole GPU slows down, a small one does not);
+- ``tc8`` / ``tc4``: the same in ``tc_precision`` (fp16 or int8: Tensor cores);
+- ``dla1``: the whole network on one DLA core in ``dla_precision``, its GPU fallback layers and the reformats at
+  the DLA <-> GPU boundaries costed on the way (seed 003 rewrote layers to avoid fallback, L405; we count it);
+- ``dla2``: the network split at the feasible cut that balances DLA0 -> DLA1, pipelined over both cores: each
+  job holds each core for the longer stage. The spec reads "per-job time = latency", but a latency is never
+  below ``dla1`` while the seed's Table 4 has DLA2 ~ 0.6 x DLA1 on every network, which only the two cores
+  working at once can give: the seed wins. A frame check on this time ignores the pipeline's fill (at most one
+  stage of the first dla2 job per frame);
+- ``cpu2/4/6``: k cores, from the board's CPU cost model (``cpu: sim``) or, for real, an ONNX Runtime session
+  with k intra-op threads pinned to k of this host's cores (``cpu: ort``; a k above the host's cores is left
+  out and said so).
+
+Like Table 4, ``U_min/U_max = (1 -/+ spread) x`` the time (the seed's +-15 %), and an option whose ``U_max``
+exceeds the frame is no variant (Table 4's "x")."""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from dse.systems.taskset.errors import TasksetError
+from dse.systems.taskset.variants import OPTIONS
+
+CPU_SOURCES = ("sim", "ort")
+TC_PRECISIONS = ("fp16", "int8")
+MEASURE_KEYS = ("platform", "networks", "input_size", "tc_precision", "dla_precision", "sm_fraction", "cpu",
+                "cpu_cores", "spread", "repeats", "seed")
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    platform: str = "xavier-agx-sim"
+    networks: tuple[str, ...] = ()          # benchmark names; each is one task type
+    input_size: int | None = None           # None: each benchmark's own
+    tc_precision: str = "fp16"
+    dla_precision: str = "fp16"
+    sm_fraction: float = 0.5                # rc4/tc4: 4 of the Xavier's 8 SMs
+    cpu: str = "sim"
+    cpu_cores: tuple[int, ...] = (2, 4, 6)
+    spread: float = 0.15
+    repeats: int = 30                       # cpu: ort, timed runs per k (median)
+    seed: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MeasureSpec:
+        if not isinstance(d, dict):
+            raise TasksetError(f"taskset.measure must be a mapping with keys {', '.join(MEASURE_KEYS)}, got {d!r}")
+        unknown = sorted(set(d) - set(MEASURE_KEYS))
+        if unknown:
+            raise TasksetError(f"unknown key {unknown[0]!r} in taskset.measure; valid keys: {', '.join(MEASURE_KEYS)}")
+        kw = {k: v for k, v in d.items() if v is not None}
+        for key in ("networks", "cpu_cores"):
+            if key in kw:
+                kw[key] = tuple(kw[key])
+        spec = cls(**kw)
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Every value named with its valid choices; the platform and the networks must exist."""
+        from dse.config import bounded_int, config_dir
+        from dse.platform import load_platform
+
+        if not self.networks:
+            raise TasksetError("taskset.measure.networks is empty: name the benchmarks (task types) to measure")
+        shipped = sorted(p.stem for p in (config_dir() / "benchmark").glob("*.yaml"))
+        bad = [n for n in self.networks if n not in shipped]
+        if bad:
+            raise TasksetError(f"unknown benchmark {bad[0]!r} in taskset.measure.networks; valid choices: "
+                               f"{', '.join(shipped)}")
+        if len(set(self.networks)) != len(self.networks):
+            raise TasksetError(f"taskset.measure.networks lists a network twice: {list(self.networks)}")
+        if self.tc_precision not in TC_PRECISIONS:
+            raise TasksetError(f"taskset.measure.tc_precision {self.tc_precision!r}; valid choices: "
+                               f"{', '.join(TC_PRECISIONS)}")
+        if self.cpu not in CPU_SOURCES:
+            raise TasksetError(f"taskset.measure.cpu {self.cpu!r}; valid choices: {', '.join(CPU_SOURCES)}")
+        bad = [k for k in self.cpu_cores if k not in (2, 4, 6)]
+        if bad:
+            raise TasksetError(f"taskset.measure.cpu_cores {bad[0]!r}; valid choices: 2, 4, 6 (the CPU options)")
+        if not 0 < self.sm_fraction < 1:
+            raise TasksetError(f"taskset.measure.sm_fraction must be in (0, 1), got {self.sm_fraction!r}")
+        if not 0 <= self.spread < 1:
+            raise TasksetError(f"taskset.measure.spread must be in [0, 1), got {self.spread!r}")
+        bounded_int(self.repeats, "taskset.measure.repeats", 1, 10_000)
+        bounded_int(self.seed, "taskset.measure.seed", 0, 2**32 - 1)
+        if self.input_size is not None:
+            bounded_int(self.input_size, "taskset.measure.input_size", 32, 4096)
+        platform = load_platform(self.platform)
+        dla = [p for p in platform.pes.values() if p.type == "dla"]
+        if self.dla_precision not in (dla[0].precisions if dla else ()):
+            raise TasksetError(f"taskset.measure.dla_precision {self.dla_precision!r} on {self.platform}; valid "
+                               f"choices: {', '.join(dla[0].precisions) if dla else '(the platform has no DLA)'}")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "networks": list(self.networks), "cpu_cores": list(self.cpu_cores)}
+
+
+def dla_split_us(cost, feasible_cuts, precision: str) -> tuple[float, int, float, float]:
+    """(per-job time on each core, cut, stage 1, stage 2) of the best DLA0 -> DLA1 pipeline split (us)."""
+    n = cost.table.n
+    best = (np.inf, -1, np.nan, np.nan)
+    for c in feasible_cuts:
+        if not 0 <= c < n - 1:
+            continue
+        s1 = cost.dla_stage(0, c, precision, 1).total_us
+        s2 = cost.dla_stage(c + 1, n - 1, precision, 1).total_us
+        if max(s1, s2) < best[0]:
+            best = (max(s1, s2), int(c), s1, s2)
+    return best
+
+
+def ort_cpu_us(model, k: int, repeats: int, warmup: int = 3, seed: int = 0) -> float:
+    """Median wall time (us) of the whole network in an ONNX Runtime session with ``k`` intra-op threads, run
+    from a thread pinned to ``k`` of this host's cores (its pool inherits the mask)."""
+    import onnxruntime as ort
+
+    from dse.runtime.task_profile import random_inputs
+    from dse.platform.cpu_groups import usable_cores
+    from dse.runtime.engine import run_pinned
+    from dse.runtime.ort_engine import make_session_options
+
+    feed_values = random_inputs(model, seed)
+
+    def timed():
+        session = ort.InferenceSession(model.SerializeToString(), make_session_options(k),
+                                       providers=["CPUExecutionProvider"])
+        feed = {i.name: feed_values[i.name] for i in session.get_inputs()}
+        samples = []
+        for i in range(warmup + repeats):
+            t0 = time.perf_counter()
+            session.run(None, feed)
+            if i >= warmup:
+                samples.append((time.perf_counter() - t0) * 1e6)
+        return float(np.median(samples))
+
+    return run_pinned(usable_cores()[:k], timed, f"variant-cpu{k}")
+
+
+def network_times_us(spec: MeasureSpec, network: str, platform) -> list[dict]:
+    """One row per option of one network: the time (us) and how it was obtained."""
+    from dse.backends.sim.cost import CostModel
+    from dse.backends.sim.cpu_cost import layer_times_us
+    from dse.graph.layers import frame_of, layer_table
+    from dse.config import compose_config
+    from dse.network import load_analysis
+
+    overrides = [f"benchmark={network}", "batch=1", f"seed={spec.seed}"]
+    if spec.input_size is not None:
+        overrides.append(f"benchmark.input_size={spec.input_size}")
+    analysis = load_analysis(compose_config(overrides))
+    table = layer_table(frame_of(analysis), digest=analysis.digest)
+    full, part = CostModel(platform, table), CostModel(platform, table, sm_fraction=spec.sm_fraction)
+    n = table.n
+    rows = []
+
+    def row(option, us, source, **detail):
+        rows.append({"type": network, "option": option, "us": float(us), "source": source, **detail})
+
+    row("rc8", full.gpu_stage(0, n - 1, "fp32", 1).total_us, "sim")
+    row("rc4", part.gpu_stage(0, n - 1, "fp32", 1).total_us, "sim", sm_fraction=spec.sm_fraction)
+    row("tc8", full.gpu_stage(0, n - 1, spec.tc_precision, 1).total_us, "sim")
+    row("tc4", part.gpu_stage(0, n - 1, spec.tc_precision, 1).total_us, "sim", sm_fraction=spec.sm_fraction)
+    if platform.cost.dla is not None:
+        one = full.dla_stage(0, n - 1, spec.dla_precision, 1)
+        row("dla1", one.total_us, "sim", fallback_layers=one.fallback_layers, fallback_us=one.fallback_us)
+        us, cut, s1, s2 = dla_split_us(full, analysis.feasible_cuts, spec.dla_precision)
+        if np.isfinite(us):
+            row("dla2", us, "sim", cut=cut, stage1_us=s1, stage2_us=s2)
+    if spec.cpu == "sim":
+        for k in spec.cpu_cores:
+            row(f"cpu{k}", layer_times_us(platform, analysis, f"cpu{k}", "fp32").sum(), "sim")
+    else:
+        from dse.platform.cpu_groups import usable_cores
+
+        for k in spec.cpu_cores:
+            if k <= len(usable_cores()):
+                row(f"cpu{k}", ort_cpu_us(analysis.weighted_model(), k, spec.repeats, seed=spec.seed), "ort")
+    return sorted(rows, key=lambda r: OPTIONS.index(r["option"]))     # Table 4's column order
+
+
+def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None) -> tuple[dict, pd.DataFrame]:
+    """(the ``variants`` node of a table, in ms, one row per network x option with the time, the range and
+    whether it is kept). An option whose U_max is over the frame is dropped; a network left with none fails."""
+    from dse.platform import load_platform
+
+    platform = load_platform(spec.platform)
+    rows = []
+    for i, network in enumerate(spec.networks):
+        rows += network_times_us(spec, network, platform)
+        if progress:
+            progress(i + 1, len(spec.networks))
+    frame = pd.DataFrame(rows)
+    frame["ms"] = frame.us / 1e3
+    frame["u_min"] = frame.ms * (1 - spec.spread)
+    frame["u_max"] = frame.ms * (1 + spec.spread)
+    frame["kept"] = frame.u_max <= frame_ms
+    variants = {}
+    for network in spec.networks:
+        kept = frame[(frame.type == network) & frame.kept]
+        if kept.empty:
+            raise TasksetError(f"network {network} has no runnable variant: every option's U_max exceeds the "
+                               f"{frame_ms:g} ms frame")
+        variants[network] = {str(r.option): [round(float(r.u_min), 4), round(float(r.u_max), 4)]
+                             for r in kept.itertuples()}
+    return variants, frame
