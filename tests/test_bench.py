@@ -10,6 +10,9 @@ import pytest
 from bench import analysis_speed, end_to_end, search_quality, sim_speed
 from bench.machine import machine_facts
 
+# the benchmarks' own smoke runs: the slow tier (`pytest -m slow`), which CI runs after the fast one
+pytestmark = pytest.mark.slow
+
 FAST = "[benchmark=tiny-detector,search.options=[E],benchmark.sample_size=200]"
 
 

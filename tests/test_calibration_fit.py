@@ -93,6 +93,7 @@ def test_tied_paths_move_by_one_multiplier_and_each_keeps_its_own_value():
         fit(profile, _toy, ["cost.rate+cost.nope"])
 
 
+@pytest.mark.slow
 def test_tx2_is_calibrated_against_table_2_and_other_boards_are_refused(capsys):
     from dse.calibration.anchor_sets import anchor_set
     from dse.cli import main

@@ -128,6 +128,7 @@ def finished(tmp_path_factory):
     return wd
 
 
+@pytest.mark.slow
 def test_workflow_energy_objective_end_to_end(finished):
     run = finished / RUN
     out = json.loads((run / "clocks.json").read_text())
@@ -142,6 +143,7 @@ def test_workflow_energy_objective_end_to_end(finished):
     assert (rows.phase == "clocks").sum() >= out["measured"]
 
 
+@pytest.mark.slow
 def test_an_energy_setting_reruns_only_the_clock_phase(finished):
     assert _jobs(snakemake(finished, "-n", "--config", f"overrides={OVR}")) == []
     jobs = _jobs(snakemake(finished, "-n", "--config", f"overrides={OVR.replace('min_fps=100', 'min_fps=120')}"))
@@ -149,6 +151,7 @@ def test_an_energy_setting_reruns_only_the_clock_phase(finished):
     assert not {"maximize", "explore_option", "search", "finetune"} & set(jobs)
 
 
+@pytest.mark.slow
 def test_min_fps_nothing_reaches_is_a_recorded_result_not_a_crash(finished):
     snakemake(finished, "--config", f"overrides={OVR.replace('min_fps=100', 'min_fps=100000')}")
     out = json.loads((finished / RUN / "clocks.json").read_text())

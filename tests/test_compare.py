@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from dse.workflow.compare import CONFIRM_FIRST
+from tests.golden import assert_golden, canonical_table
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/tiny-detector/xavier-agx-sim/int8-b1-64"
@@ -60,6 +61,17 @@ def test_one_row_per_method(compared):
     assert (compared / "plots" / "compare_anytime.png").stat().st_size > 0
 
 
+def test_the_comparison_is_golden(compared):
+    frame = pd.read_parquet(compared / "comparison.parquet")
+    assert_golden("compare/tiny-detector.csv", canonical_table(frame))
+
+
+def test_every_method_has_one_runner():
+    from dse.workflow.compare import METHODS, RUNNERS
+
+    assert set(RUNNERS) == set(METHODS)
+
+
 def test_nothing_measured_twice_and_methods_labelled(compared):
     files = sorted((compared / "cache").glob("*.parquet"))
     frame = pd.concat([pd.read_parquet(p) for p in files], ignore_index=True)
@@ -91,6 +103,7 @@ def test_bench_summary_reads_the_targets_off_the_comparison(compared):
     assert s["profiled_estimate_low_pct"] and s["points"]["Proposed"] == ran.loc["Proposed", "points_measured"]
 
 
+@pytest.mark.slow
 def test_rerun_of_the_comparison_measures_nothing_again(compared):
     """The re-runs of the answers are cached like every measurement: forcing the job again measures nothing
     new (the comparison reads its answers, their confirmations included, from the run's files)."""

@@ -61,6 +61,7 @@ def test_rerun_is_noop_and_ga_override_reruns_comap_only(finished):
     assert "dataflow_comap" in jobs and "dataflow_pareto" not in jobs
 
 
+@pytest.mark.slow
 def test_an_edited_graph_reruns_the_comapping_and_the_run_keeps_its_graphs(finished):
     part = yaml.safe_load((finished / CASE / "config" / "dataflow.yaml").read_text())
     assert part["graph_specs"]["image-processing"]["tasks"]["Bilateral"] == {"wcet_us": {"cpu": 4915, "gpu": 368}}
@@ -75,6 +76,7 @@ def test_an_edited_graph_reruns_the_comapping_and_the_run_keeps_its_graphs(finis
     assert _jobs(snakemake(finished, "dataflow", "-n", "--config", f"overrides={OVR}")) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, message", [
     ("[dataflow=tiny,dataflow.groups.G1.graft=nope]", "nope"),
     ("[dataflow=tiny,dataflow.groups.G1.graphs=[no-such-graph]]", "no-such-graph"),

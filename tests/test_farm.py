@@ -129,6 +129,7 @@ def test_a_killed_holder_frees_its_board(tmp_path):
     assert acquire(LOCAL[:1], directory=tmp_path, timeout_s=2).board.name == "local-1"
 
 
+@pytest.mark.slow
 def test_measuring_jobs_of_two_runs_share_a_two_board_farm(tmp_path):
     """The workflow for real on host-cpu, two explorations at once on two local boards: every measuring job
     leased a board, both boards were used, and per board the ledger's holding intervals never overlap. The test

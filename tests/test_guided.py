@@ -76,7 +76,7 @@ def test_without_measurements_the_uncertainty_is_wide_and_measurements_narrow_it
     assert np.all(expected_gain(np.log([90.0, 100.0, 110.0]), np.array([0.05] * 3), np.log(100.0)) > 0)
 
 
-@pytest.fixture(scope="module", params=["tiny-detector", "yolov2-tiny"])
+@pytest.fixture(scope="module", params=["tiny-detector", pytest.param("yolov2-tiny", marks=pytest.mark.slow)])
 def board(request):
     net = request.param
     # noise-free: the brute-force best is one tuple

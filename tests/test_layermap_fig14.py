@@ -11,6 +11,7 @@ from bench import layermap_fig14 as f14  # noqa: E402
 from bench.layermap_calibration import FIG13, TOLERANCE, analysis  # noqa: E402
 
 
+@pytest.mark.slow
 def test_ilp_period_monotone_in_cap_on_squeezenet_prefix():
     g, prof = f14.sub_instance(*f14.profile("squeezenet"), 14)      # conv1 .. fire3: branches and concats
     assert len(g.src) > g.n - 1                                      # not a chain

@@ -70,6 +70,7 @@ def test_export(finished, tmp_path):
     subprocess.run(["sh", "-n", str(out / "dvfs.sh")], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, message", [
     ("[multi=tiny,multi.fsms={X:[[cam,nobody]]}]", "nobody"),
     ("[multi=tiny,multi.fsms={X:[]}]", "no scenarios"),

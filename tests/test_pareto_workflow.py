@@ -42,6 +42,7 @@ def test_rerun_is_noop_and_a_setting_reruns_the_search(finished):
     assert "pareto_search" in jobs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override, message", [
     ("[platform=tx2-sim,benchmark=vgg19,pareto.comm=some]", "all_channels"),
     ("[platform=tx2-sim,benchmark=vgg19,pareto.repeats=0]", "repeats"),

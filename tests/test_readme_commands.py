@@ -93,9 +93,11 @@ def dry_run(command: str, tmp_path: Path) -> str | None:
 
 
 def ci_pytest_line() -> str:
+    """CI's first pytest command: the README's (the fast tier); the slow tier follows it."""
     lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    (line,) = [ln.strip() for ln in lines if re.match(r"\s*python\S* -m pytest\b", ln)]
-    return line
+    first, *rest = [ln.strip() for ln in lines if re.match(r"\s*python\S* -m pytest\b", ln)]
+    assert rest == [f"{first} -m slow"], f".ci/run: after {first!r} only the slow tier runs, found {rest}"
+    return first
 
 
 # ---- the quick start ---------------------------------------------------------------------------------------
@@ -154,6 +156,7 @@ def test_targets_table_lists_every_target_once():
         assert shlex.split(command)[:4] == ["snakemake", "--cores", "2", target], f"{target}: {command!r} does not name it"
 
 
+@pytest.mark.slow
 def test_target_commands_dry_run(tmp_path):
     """Every command of the targets table plans (`snakemake -n`) without error. They run side by side: each spends
     its few seconds starting Python, importing and composing the configuration."""

@@ -267,6 +267,7 @@ def test_measured_network_without_a_variant_fails():
         measure_variants(MeasureSpec(networks=("yolov2-tiny",)), frame_ms=0.5)
 
 
+@pytest.mark.slow
 def test_measured_table_through_snakemake(tmp_path):
     wd = _workdir(tmp_path)
     base = ("taskset=zoo-xavier,taskset.measure.networks=[squeezenet,mobilenet-v2],taskset.sets=2,"

@@ -156,6 +156,7 @@ def test_no_rule_runs_python_inside_the_workflow():
     assert not offenders, f"`run:` directives in {offenders}"
 
 
+@pytest.mark.slow
 def test_changed_platform_remeasures_instead_of_reusing_stale_answers(finished):
     """The measurement cache is keyed by configuration AND context: after a platform change every phase
     measures again (old rows stay on disk, unused), and the merged file holds only the new context."""
@@ -202,6 +203,7 @@ def test_bad_override_fails_before_any_job(tmp_path, override, message):
     assert not (wd / "results").exists()
 
 
+@pytest.mark.slow
 def test_resume_after_interruption(tmp_path):
     wd = _workdir(tmp_path)
     args = ["--config", "overrides=[benchmark=tiny-detector,search.strategy=proposed,benchmark.sample_size=300]"]
@@ -231,6 +233,7 @@ def test_resume_after_interruption(tmp_path):
     assert (wd / "report.html").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_an_infrastructure_failure_fails_the_run_and_is_not_replayed(tmp_path):
     """Corrupt engine-cache entries make every measurement an error: the run fails and says why (no
     "best 0.0 FPS"); once the entries are gone the next run measures the same configurations for real."""
@@ -258,6 +261,7 @@ def test_an_infrastructure_failure_fails_the_run_and_is_not_replayed(tmp_path):
     assert ok["config_hash"].is_unique and set(frame.loc[frame["status"] == "error", "config_hash"]) <= set(ok["config_hash"])
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_job_lose_and_repeat_nothing(tmp_path):
     """Two processes of one phase on one run directory (two runs that both got past Snakemake's lock) write one
     file: every configuration is measured once and no row is lost, the same rows as one process alone."""
@@ -286,6 +290,7 @@ def test_a_changed_reuse_from_reruns_what_reads_it(finished):
     assert "explore_option" in jobs and "search" in jobs and "analyze" not in jobs
 
 
+@pytest.mark.slow
 def test_host_cpu_platform_unchanged(tmp_path):
     """The default (guided) workflow on real ONNX Runtime measurements (platform=host-cpu, fp32 by the platform):
     each configuration measured once, plus the guided search's re-runs on fresh repeat indices."""
@@ -322,6 +327,7 @@ def test_the_readme_duckdb_query_runs_on_the_measurements(finished):
     assert nulls == 0
 
 
+@pytest.mark.slow
 def test_guided_strategy_end_to_end(finished):
     """search.strategy=guided on the same run directory: maximize -> search (guided) -> finetune -> report, no
     per-option jobs; the same answer as run_search with the same settings, and the report and the comparison
@@ -354,6 +360,7 @@ def test_guided_strategy_end_to_end(finished):
     assert set(frame.loc[frame["phase"] == "guided", "strategy"]) <= {"guided"}
 
 
+@pytest.mark.slow
 def test_the_report_counts_what_this_search_asked_for(finished):
     """After a search setting changed, the run's files keep the earlier search's rows (reused where asked
     again); the report and the comparison count only what the current search asked for."""

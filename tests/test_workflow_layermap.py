@@ -101,6 +101,7 @@ def test_bad_settings_fail_before_any_job_and_boards_refuse_the_other_target(tmp
     assert proc.returncode != 0 and "per-layer-mapping board" in text and "its target is `layermap`" in text
 
 
+@pytest.mark.slow
 def test_host_cpu_profiles_and_measures_for_real(tmp_path):
     wd = _workdir(tmp_path)
     snakemake(wd, "layermap", "--config",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -110,97 +111,150 @@ def _answer(method: str, m, asked, *, extra: dict | None = None, reruns=()) -> d
     return {"method": method, "measurement": m, "asked": asked, "extra": extra or {}, "reruns": list(reruns)}
 
 
+RUNNERS: dict[str, Callable[[Comparison, str, dict], dict]] = {}
+
+
+def runs(*methods: str):
+    """Register a function as the runner of ``methods``: ``(comparison, method, earlier results) -> answer``."""
+    def register(fn):
+        for m in methods:
+            RUNNERS[m] = fn
+        return fn
+    return register
+
+
 def run_method(cmp: Comparison, method: str, results: dict) -> dict:
     """Run one method; returns {method, measurement (its answer), asked [(phase, Measurement)], extra}."""
+    if method not in RUNNERS:
+        raise choices_error("comparison method", method, METHODS)
+    return RUNNERS[method](cmp, method, results)
+
+
+@runs("Base(G)")
+def _base_g(cmp: Comparison, method: str, results: dict) -> dict:
+    probe = cmp.probe(method)
+    return _answer(method, probe.measure(base_g_config(cmp.base, cmp.space), "baseline"), probe.asked)
+
+
+@runs("Base(D)")
+def _base_d(cmp: Comparison, method: str, results: dict) -> dict:
+    probe = cmp.probe(method)
+    if DLA_ONLY not in cmp.space.options:
+        raise _Skip("no single-DLA stage can run here (no DLA, or not at this precision and batch)")
+    return _answer(method, probe.measure(base_d_config(cmp.base), "baseline"), probe.asked)
+
+
+@runs("Interleaved", "Interleaved+tuned")
+def _interleaved(cmp: Comparison, method: str, results: dict) -> dict:
     from dse.search.baselines import interleaved_tuned
-    from dse.search.exhaustive import exhaustive_search
-    from dse.search.ga_comprehensive import comprehensive_ga
-    from dse.search.ga_finetune import finetune_ga
+
+    probe = cmp.probe(method)
+    if INTERLEAVED not in cmp.space.options:
+        raise _Skip("no interleaved stage can run here (the backend has none, or not at this precision)")
+    if method == "Interleaved":
+        return _answer(method, probe.measure(interleaved_config(cmp.base), "baseline"), probe.asked)
+    r = interleaved_tuned(cmp.space, probe, cmp.base, cmp.bounds, cmp.ctx.settings)
+    return _answer(method, r.measurement, probe.asked, extra={"start": r.start.to_dict()})
+
+
+@runs("Profiled")
+def _profiled(cmp: Comparison, method: str, results: dict) -> dict:
     from dse.search.ga_profiled import profiled_search
+
+    probe, space, ctx = cmp.probe(method), cmp.space, cmp.ctx
+    ratio, how = _dla_ratio(cmp, results)
+    if space.gpu_layer_profile is None:
+        raise _Skip(f"the {cmp.backend.name!r} backend gives no per-layer GPU profile")
+    profile = space.gpu_layer_profile()
+    r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings,
+                        cmp.settings.profiled_ga)
+    extra = {**r.to_dict(), "ratio_from": how}
+    # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
+    extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
+    if _own_best(cmp) is not None:
+        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
+        own = cmp.own_method
+        pm = cmp.probe(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
+        extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
+    return _answer(method, r.tuned.measurement, probe.asked, extra=extra)
+
+
+@runs("Comprehensive GA")
+def _comprehensive_ga(cmp: Comparison, method: str, results: dict) -> dict:
+    from dse.search.ga_comprehensive import comprehensive_ga
+
+    probe = cmp.probe(method)
+    r = comprehensive_ga(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, cmp.settings.ga)
+    return _answer(method, r.measurement, probe.asked, extra={"history": r.history})
+
+
+@runs("Fine-tuning GA")
+def _finetune_ga(cmp: Comparison, method: str, results: dict) -> dict:
+    from dse.search.ga_finetune import finetune_ga
+
+    probe = cmp.probe(method)
+    found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["best_config"])
+    probe.measure(found, "start")   # the run's answer (already measured by its own search)
+    r = finetune_ga(cmp.space, probe, found, cmp.ctx.settings, cmp.settings.finetune_ga)
+    return _answer(method, r.measurement, probe.asked,
+                   extra={"history": r.history, "mapping_points": len(_own_mapping_points(cmp)),
+                          "param_points": len(probe.asked) - 1})
+
+
+@runs("Exhaustive")
+def _exhaustive(cmp: Comparison, method: str, results: dict) -> dict:
+    from dse.search.exhaustive import exhaustive_search
+
+    probe, s = cmp.probe(method), cmp.settings
+    r = exhaustive_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings,
+                          max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
+    return _answer(method, r.tuned.measurement, probe.asked, extra={"tuples": r.plan_sizes, "coverage": r.coverage})
+
+
+@runs("Random")
+def _random(cmp: Comparison, method: str, results: dict) -> dict:
     from dse.search.random_search import random_search
 
-    s, ctx, space = cmp.settings, cmp.ctx, cmp.space
+    probe, budget = cmp.probe(method), len(cmp.own_search_rows())
+    r = random_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
+                      seed=cmp.ctx.settings.seed)
+    return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
+
+
+@runs(*OPTUNA_SAMPLERS)
+def _optuna(cmp: Comparison, method: str, results: dict) -> dict:
+    import importlib.util
+
     probe = cmp.probe(method)
-    if method == "Base(G)":
-        m = probe.measure(base_g_config(cmp.base, space), "baseline")
-        return _answer(method, m, probe.asked)
-    if method == "Base(D)":
-        if DLA_ONLY not in space.options:
-            raise _Skip("no single-DLA stage can run here (no DLA, or not at this precision and batch)")
-        m = probe.measure(base_d_config(cmp.base), "baseline")
-        return _answer(method, m, probe.asked)
-    if method in ("Interleaved", "Interleaved+tuned"):
-        if INTERLEAVED not in space.options:
-            raise _Skip("no interleaved stage can run here (the backend has none, or not at this precision)")
-        if method == "Interleaved":
-            m = probe.measure(interleaved_config(cmp.base), "baseline")
-            return _answer(method, m, probe.asked)
-        r = interleaved_tuned(space, probe, cmp.base, cmp.bounds, ctx.settings)
-        return _answer(method, r.measurement, probe.asked, extra={"start": r.start.to_dict()})
-    if method == "Profiled":
-        ratio, how = _dla_ratio(cmp, results)
-        if cmp.space.gpu_layer_profile is None:
-            raise _Skip(f"the {cmp.backend.name!r} backend gives no per-layer GPU profile")
-        profile = cmp.space.gpu_layer_profile()
-        r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings, s.profiled_ga)
-        extra = {**r.to_dict(), "ratio_from": how}
-        # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
-        extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
-        best = _own_best(cmp)
-        if best is not None:
-            found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
-            own = cmp.own_method
-            pm = cmp.probe(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
-            extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
-        return _answer(method, r.tuned.measurement, probe.asked, extra=extra)
-    if method == "Comprehensive GA":
-        r = comprehensive_ga(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, s.ga)
-        return _answer(method, r.measurement, probe.asked, extra={"history": r.history})
-    if method == "Fine-tuning GA":
-        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
-        probe.measure(found, "start")   # the run's answer (already measured by its own search)
-        r = finetune_ga(space, probe, found, ctx.settings, s.finetune_ga)
-        mapping = len(_own_mapping_points(cmp))
-        return _answer(method, r.measurement, probe.asked,
-                       extra={"history": r.history, "mapping_points": mapping, "param_points": len(probe.asked) - 1})
-    if method == "Exhaustive":
-        r = exhaustive_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings,
-                              max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
-        return _answer(method, r.tuned.measurement, probe.asked,
-                       extra={"tuples": r.plan_sizes, "coverage": r.coverage})
-    if method == "Random":
-        budget = len(cmp.own_search_rows())
-        r = random_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
-                          seed=ctx.settings.seed)
-        return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
-    if method in OPTUNA_SAMPLERS:
-        import importlib.util
+    if importlib.util.find_spec("optuna") is None:   # an optional extra: the rest of the comparison still runs
+        raise _Skip("optuna is not installed: pip install -e '.[optuna]'")
+    from dse.search.optuna_search import optuna_search
 
-        if importlib.util.find_spec("optuna") is None:   # an optional extra: the rest of the comparison still runs
-            raise _Skip("optuna is not installed: pip install -e '.[optuna]'")
-        from dse.search.optuna_search import optuna_search
+    budget = len(cmp.own_search_rows())   # the same budget rule as Random
+    r = optuna_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
+                      sampler=OPTUNA_SAMPLERS[method], seed=cmp.ctx.settings.seed)
+    return _answer(method, r.measurement, probe.asked, extra={"budget": budget, "trials": r.trials})
 
-        budget = len(cmp.own_search_rows())   # the same budget rule as Random
-        r = optuna_search(space, probe, cmp.base, cmp.options, cmp.bounds, ctx.settings, budget,
-                          sampler=OPTUNA_SAMPLERS[method], seed=ctx.settings.seed)
-        return _answer(method, r.measurement, probe.asked, extra={"budget": budget, "trials": r.trials})
-    if method in RUN_STRATEGIES and RUN_STRATEGIES[method] == ctx.settings.strategy:   # the run's own search
-        rows = cmp.own_search_rows()
+
+@runs(*RUN_STRATEGIES)
+def _run_strategy(cmp: Comparison, method: str, results: dict) -> dict:
+    """The run's own search.strategy is read from its phases, not rerun; the other one runs here on the options
+    the run explored."""
+    ctx, probe = cmp.ctx, cmp.probe(method)
+    if RUN_STRATEGIES[method] == ctx.settings.strategy:
         from dse.store import row_to_measurement
 
+        rows = cmp.own_search_rows()
         asked = [(r["phase"], row_to_measurement(r)) for r in rows.to_dict("records")]
         reruns = [row_to_measurement(r) for r in cmp.own_search_rows(reruns=True).to_dict("records")]
-        best = _own_best(cmp)
-        mapping = _own_mapping_points(cmp)
-        return _answer(method, best, asked, reruns=reruns,
-                       extra={"mapping_points": len(mapping), "param_points": int((rows["phase"] == "finetune").sum())})
-    if method in RUN_STRATEGIES:   # the other strategy, run here on the options the run explored
-        from dse.search import run_search
+        return _answer(method, _own_best(cmp), asked, reruns=reruns,
+                       extra={"mapping_points": len(_own_mapping_points(cmp)),
+                              "param_points": int((rows["phase"] == "finetune").sum())})
+    from dse.search import run_search
 
-        r = run_search(space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
-        return _answer(method, r.finetune.measurement, probe.asked, reruns=probe.reruns,
-                       extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
-    raise choices_error("comparison method", method, METHODS)
+    r = run_search(cmp.space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
+    return _answer(method, r.finetune.measurement, probe.asked, reruns=probe.reruns,
+                   extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
 
 
 class _Skip(Exception):
