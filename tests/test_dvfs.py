@@ -1,15 +1,19 @@
 """Seed 001 on the clocked board (dse.systems.pareto): the board's clock semantics, Eqs. 1-13 against the board, NSGA-II,
-the TensorRT baseline, Table 2 anchors and bad input."""
+the TensorRT baseline, the board as a Backend of the evaluator, Table 2 anchors and bad input."""
 import numpy as np
 import pytest
 
+from dse.backends.base import MeasureSettings
 from dse.calibration.tx2 import TABLE_2, analysed, compare
+from dse.evaluate import Evaluator
+from dse.systems.pareto.backend import ClockedBackend, measurement_context
 from dse.systems.pareto.board import ClockedBoard, ClockedParams, clocks
 from dse.systems.pareto.model import TangModel
 from dse.systems.pareto.search import dominates_front, hypervolume, nsga2, pareto_mask, remeasure, trt_baseline
 from dse.core.errors import DseError
 from dse.platform import load_platform, platform_from_dict
 from dse.search.ga_common import GASettings
+from dse.workflow.plan import measurement_context as plan_context
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +24,11 @@ def tx2():
 @pytest.fixture(scope="module")
 def alex(tx2):
     return ClockedBoard(tx2, analysed("alexnet"))
+
+
+def _evaluator(board, seed=0, store=None):
+    settings = MeasureSettings(benchmark="alexnet", precision="fp32", input_size=224, seed=seed)
+    return Evaluator(ClockedBackend(board, settings), store, seed=seed)
 
 
 def test_profile_clusters_levels_and_host(tx2, alex):
@@ -101,14 +110,42 @@ def test_nsga2_is_seeded_and_beats_the_baseline_front(tx2, alex):
     b, _ = nsga2(m, ga)
     assert np.array_equal(a, b) and log["evaluations"] > 200 and len(log["hypervolume"]) == 26
     assert all(x <= y + 1e-12 for x, y in zip(log["hypervolume"], log["hypervolume"][1:]))   # archive only grows
-    nf, ne = remeasure(m, a, 3)
+    nf, ne = remeasure(_evaluator(alex), m, a, 3, strategy="nsga2")
     base = trt_baseline(m)
-    bf, be = remeasure(m, base, 3)
+    bf, be = remeasure(_evaluator(alex), m, base, 3, strategy="trt-baseline")
     keep, bk = pareto_mask(nf, ne), pareto_mask(bf, be)
     ref = (0.0, 1.1 * max(ne.max(), be.max()))
     assert nf.max() > bf.max()                       # AlexNet: throughput the baseline cannot reach (001 Sec. 5)
     assert hypervolume(nf[keep], ne[keep], ref) > hypervolume(bf[bk], be[bk], ref)
     assert dominates_front(nf[keep], ne[keep], bf[bk], be[bk], tol=0.03) >= 0.8
+
+
+def test_the_board_as_a_backend_keeps_the_draws_and_canonical_hashes(tx2, alex, tmp_path):
+    m = TangModel(alex)
+    G = np.array([*trt_baseline(m)[::40], [1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 0, 1, 3, 7, 2]])
+    fps, energy = remeasure(_evaluator(alex, 7, tmp_path / "cache.parquet"), m, G, 3, strategy="nsga2")
+    # run r of the i-th point is the r-th run the board draws from one generator seeded [seed, i]
+    for i, g in enumerate(G):
+        rng = np.random.default_rng([7, i])
+        runs = [alex.measure(*m.decode(g), rng) for _ in range(3)]
+        assert fps[i] == np.mean([r["fps"] for r in runs]) and energy[i] == np.mean([r["energy_j"] for r in runs])
+    again = _evaluator(alex, 7, tmp_path / "cache.parquet")
+    assert np.array_equal(remeasure(again, m, G, 3, strategy="nsga2")[0], fps)
+    assert again.measured == 0 and again.reused == 3 * len(G)        # every run answered by the store
+    backend = again.backend
+    top = backend.configuration(alex.gpu_only, clocks(tx2), stream=5)
+    assert top.extra == (("core_map", "0" * 13), ("mapping", "cores1"), ("task_graph", alex.graph.digest))
+    assert backend.configuration(alex.gpu_only, clocks(tx2, 2035.2, 1300.5), stream=6).hash == top.hash
+    slow = backend.configuration(alex.gpu_only, clocks(tx2, {"Denver": 345.6}, 114.75), stream=0)
+    assert dict(slow.extra)["gpu_mhz"] == "114.75" and dict(slow.extra)["Denver_mhz"] == "345.6"
+    mapping, clk = backend.decode(slow)
+    assert np.array_equal(mapping, alex.gpu_only) and clk == clocks(tx2, {"Denver": 345.6}, 114.75)
+    ok = backend.measure(slow)
+    assert ok.ok and ok.fps > 0 and ok.energy_j_per_frame == pytest.approx(ok.power_w / ok.fps)
+    assert set(ok.util) == {f"CPU{k}" for k in range(6)} | {"GPU"} and ok.util["CPU5"] == 0.0
+    assert "gpu_mhz=1300" in backend.check(slow.with_(extra=(*slow.extra, ("gpu_mhz", "1300"))))
+    assert backend.measure(slow.with_(platform="xavier-agx-sim")).status == "refused"
+    assert measurement_context({"name": "tx2-sim"}, {"seed": 0}) == plan_context({"name": "tx2-sim"}, {"seed": 0})
 
 
 def test_pareto_helpers():

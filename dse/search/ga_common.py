@@ -1,14 +1,22 @@
-"""What every genetic algorithm of the comparison shares: settings, DEAP types, cut repair.
+"""What every genetic algorithm shares: settings, DEAP types, the seeded global ``random``, the stall rule, the
+loops and cut repair.
 
-DEAP does selection, crossover and the generational loop (``algorithms.eaSimple``); this module only
-registers the fitness/individual types once and turns wished-for cut positions into a feasible tuple.
+DEAP does selection, crossover and mutation; the loops around it are
+- ``run_ga``: DEAP's generational loop (what ``algorithms.eaSimple`` does), one objective;
+- ``run_moea``: mu + lambda with SPEA2 or NSGA-II survivors, two objectives;
+- ``run_pairs``: the genome GA of thesis Ch. 4 and 5: parents in pairs, two children per pair by uniform
+  crossover and one resampled gene each, then a survival function (the best distinct genomes, or NSGA-II).
+  ``evolve_genomes`` is its one-objective form: lexicase parents and the exhaustive shortcut.
 """
 from __future__ import annotations
 
+import itertools
+import math
 import random
 from bisect import bisect_left
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -68,12 +76,55 @@ def deap_types():
 
 def min_types(n_obj: int = 1):
     """Fitness/individual types minimizing ``n_obj`` objectives (weights -1 each), created once per process."""
-    fit, ind = f"DseFitnessMin{n_obj}", f"DseIndividualMin{n_obj}"
+    return _list_types("Min", -1.0, n_obj)
+
+
+def max_types(n_obj: int = 1):
+    """Fitness/individual types maximizing ``n_obj`` objectives (weights +1 each), created once per process."""
+    return _list_types("Max", 1.0, n_obj)
+
+
+def _list_types(direction: str, weight: float, n_obj: int):
+    fit, ind = f"DseFitness{direction}{n_obj}", f"DseIndividual{direction}{n_obj}"
     if not hasattr(creator, fit):
-        creator.create(fit, base.Fitness, weights=(-1.0,) * n_obj)
+        creator.create(fit, base.Fitness, weights=(weight,) * n_obj)
     if not hasattr(creator, ind):
         creator.create(ind, list, fitness=getattr(creator, fit))
     return getattr(creator, fit), getattr(creator, ind)
+
+
+@contextmanager
+def seeded(seed: int | str, salt: str) -> Iterator[None]:
+    """The global ``random`` seeded with ``f"{seed}:{salt}"`` inside the block, its previous state restored after:
+    DEAP draws from the global generator, so a run repeats whatever ran before it and disturbs nothing after."""
+    state = random.getstate()
+    random.seed(f"{seed}:{salt}")
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+@dataclass
+class StallRule:
+    """"Stop after ``limit`` generations without improvement" (0: never), with the direction of better: a GA
+    that converged stops spending evaluations on what it already knows."""
+
+    limit: int
+    maximize: bool
+    since: int = 0          # generations since the best last improved
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.maximize else a < b
+
+    def rank(self, value: float) -> float:
+        """Sort key that puts the best value first."""
+        return -value if self.maximize else value
+
+    def stop(self, best: float, previous: float) -> bool:
+        """Count one generation whose best is ``best`` (``previous`` the one before); True once the run should end."""
+        self.since = 0 if self.better(best, previous) else self.since + 1
+        return bool(self.limit) and self.since >= self.limit
 
 
 def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSettings, main_pe: str) -> int:
@@ -107,9 +158,7 @@ def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1, *, b
     generations without improvement or once ``budget`` fitness evaluations are spent. ``hook(pop, hof)``
     runs after each generation (a memetic local search). Returns the hall of fame (the ``keep`` best
     individuals ever seen) and the best fitness per generation; ``log`` receives evaluations/generations."""
-    state = random.getstate()
-    random.seed(f"{ga.seed}:{salt}")
-    try:
+    with seeded(ga.seed, salt):
         pop = toolbox.population(n=ga.population)
         hof = tools.HallOfFame(keep)
         spent = _evaluate(toolbox, pop)
@@ -117,8 +166,8 @@ def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1, *, b
             hook(pop, hof)
         hof.update(pop)
         history = [hof[0].fitness.values[0]]
-        since, gens = 0, 0
-        better = (lambda a, b: a > b) if hof[0].fitness.weights[0] > 0 else (lambda a, b: a < b)
+        gens = 0
+        stall = StallRule(ga.stall, maximize=hof[0].fitness.weights[0] > 0)
         while gens < ga.generations and (budget is None or spent < budget):
             pop = algorithms.varAnd(toolbox.select(pop, len(pop)), toolbox, ga.cxpb, ga.mutpb)
             spent += _evaluate(toolbox, pop)
@@ -127,12 +176,10 @@ def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1, *, b
             hof.update(pop)
             gens += 1
             best = hof[0].fitness.values[0]
-            since = 0 if better(best, history[-1]) else since + 1
+            stop = stall.stop(best, history[-1])
             history.append(best)
-            if ga.stall and since >= ga.stall:
+            if stop:
                 break
-    finally:
-        random.setstate(state)
     if log is not None:
         log.update(evaluations=spent, generations=gens)
     return hof, [float(h) for h in history]
@@ -161,9 +208,7 @@ def run_moea(toolbox: base.Toolbox, ga: GASettings, salt: str, selector: str = "
     if selector not in selectors:
         raise DseError(f"unknown MOEA selector {selector!r}; valid choices: {', '.join(selectors)}")
     select = selectors[selector]
-    state = random.getstate()
-    random.seed(f"{ga.seed}:{salt}")
-    try:
+    with seeded(ga.seed, salt):
         pop = toolbox.population(n=ga.population)
         spent = _evaluate(toolbox, pop)
         front = non_dominated(pop)
@@ -178,11 +223,170 @@ def run_moea(toolbox: base.Toolbox, ga: GASettings, salt: str, selector: str = "
             front = non_dominated(front + pop)
             gens += 1
             history.append(hypervolume_2d([i.fitness.values for i in front], ref))
-    finally:
-        random.setstate(state)
     if log is not None:
         log.update(evaluations=spent, generations=gens, ref=list(ref))
     return front, history
+
+
+Genes = tuple[int, ...]
+
+
+@dataclass
+class GenomeResult:
+    """One run of the genome GA: the best genome and its value (None in a multi-objective run, whose answer is
+    its population), the best value per generation, how many distinct genomes were evaluated, the generations run,
+    whether the space was enumerated instead, and the last population in the survival's order (seeds for
+    another run)."""
+
+    genes: Genes | None
+    value: float | None
+    history: list[float] = field(default_factory=list)
+    evaluations: int = 0
+    generations: int = 0
+    exhaustive: bool = False
+    population: list[Genes] = field(default_factory=list)
+
+
+def random_genes(sizes: Sequence[int]) -> list[int]:
+    """One gene per position, uniform over its ``sizes[i]`` values."""
+    return [random.randrange(n) for n in sizes]
+
+
+def mutate_one_gene(ind: list, sizes: Sequence[int]) -> tuple[list]:
+    """The thesis' "one-point mutation": resample exactly one gene (it may draw its old value again)."""
+    i = random.randrange(len(ind))
+    ind[i] = random.randrange(sizes[i])
+    return (ind,)
+
+
+def sel_two_tournament(individuals: list, k: int, key: Callable) -> list:
+    """``k`` winners of 2-tournaments, each between two individuals drawn without replacement: the smaller
+    ``key``, the first of a tie."""
+    return [min(random.sample(individuals, 2), key=key) for _ in range(k)]
+
+
+def sel_best_distinct(individuals: list, k: int, key: Callable) -> list:
+    """The ``k`` smallest by ``key`` with one individual per genome (ties keep their order): a duplicate would
+    crowd the population without adding anything."""
+    distinct = {tuple(ind): ind for ind in individuals}
+    return sorted(distinct.values(), key=key)[:k]
+
+
+def pairs_toolbox(sizes: Sequence[int], individual: Callable, evaluate: Callable, select: Callable,
+                  survive: Callable) -> base.Toolbox:
+    """The operators ``run_pairs`` calls: ``individual(genes)`` builds one (a ``creator`` type),
+    ``evaluate(ind)`` gives its fitness values, ``select(pop, k)`` the parents, ``survive(pop, k)`` the next
+    generation; DEAP's uniform crossover swaps each gene with probability 1/2 and the mutation resamples one."""
+    sizes = list(sizes)
+    tb = base.Toolbox()
+    tb.register("individual", individual)
+    tb.register("random_genes", random_genes, sizes)
+    tb.register("evaluate", evaluate)
+    tb.register("select", select)
+    tb.register("mate", tools.cxUniform, indpb=0.5)
+    tb.register("mutate", mutate_one_gene, sizes=sizes)
+    tb.register("survive", survive)
+    return tb
+
+
+def run_pairs(toolbox: base.Toolbox, population: int, generations: int, seed: int | str, salt: str, *,
+              seeds: Sequence[Sequence[int]] = (), value: Callable[[list], float] | None = None,
+              stall: StallRule | None = None) -> GenomeResult:
+    """The genome GA under a seeded global ``random``: the ``seeds``, then random genomes, make the first
+    population; each generation picks ``2 * population`` parents, makes two children per pair (crossover, then
+    one resampled gene in each) and keeps ``survive(parents + children, population)``. With ``value`` (a genome's
+    scalar, better in ``stall``'s direction) it follows the best genome ever and ends after ``stall.limit``
+    generations without improvement; without it (a multi-objective run) every generation runs and the answer is
+    the last population."""
+    if value is not None and stall is None:
+        raise DseError("run_pairs: a value needs a stall rule (its direction of better)")
+    seen: set[Genes] = set()
+
+    def evaluate(inds: list) -> None:
+        _evaluate(toolbox, inds)
+        seen.update(tuple(ind) for ind in inds)
+
+    def rank(ind) -> float:
+        return stall.rank(value(ind))
+
+    best, history = None, []
+    with seeded(seed, salt):
+        pop = [toolbox.individual(list(g)) for g in seeds[:population]]
+        pop += [toolbox.individual(toolbox.random_genes()) for _ in range(population - len(pop))]
+        evaluate(pop)
+        if value is not None:
+            best = min(pop, key=rank)
+            history.append(value(best))
+        done = 0
+        while done < generations:
+            parents = toolbox.select(pop, 2 * population)
+            kids = []
+            for a, b in zip(parents[::2], parents[1::2]):
+                c1, c2 = toolbox.mate(toolbox.individual(a), toolbox.individual(b))
+                toolbox.mutate(c1)
+                toolbox.mutate(c2)
+                evaluate([c1, c2])
+                kids += [c1, c2]
+            pop = toolbox.survive(pop + kids, population)
+            done += 1
+            if value is not None:
+                leader = min(pop, key=rank)
+                if stall.better(value(leader), value(best)):
+                    best = leader
+                stop = stall.stop(value(best), history[-1])
+                history.append(value(best))
+                if stop:
+                    break
+    if best is None:
+        return GenomeResult(None, None, history, len(seen), done, population=[tuple(ind) for ind in pop])
+    return GenomeResult(tuple(best), value(best), history, len(seen), done, population=[tuple(ind) for ind in pop])
+
+
+def evolve_genomes(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, Sequence[float]]], *,
+                   maximize: bool, population: int, generations: int, stall: int, seed: int | str, salt: str,
+                   seeds: Sequence[Genes] = ()) -> GenomeResult:
+    """The one-objective genome GA (thesis l. 1375) over ``evaluate(genes) -> (value, cases)``, each genome
+    evaluated once: lexicase parents over the cases, the best ``population`` distinct genomes of parents +
+    children survive, ``stall`` generations without improvement end it. A space no larger than the GA's budget
+    (population x generations) is enumerated instead: the exact optimum for the same effort."""
+    memo: dict[Genes, tuple[float, Sequence[float]]] = {}
+
+    def scored(genes) -> tuple[float, Sequence[float]]:
+        g = tuple(genes)
+        if g not in memo:
+            memo[g] = evaluate(g)
+        return memo[g]
+
+    rule = StallRule(stall, maximize)
+    if math.prod(sizes) <= population * max(1, generations):
+        genes = min(itertools.product(*[range(n) for n in sizes]), key=lambda g: rule.rank(scored(g)[0]))
+        v = scored(genes)[0]
+        return GenomeResult(genes, v, [v], len(memo), 0, exhaustive=True, population=[genes])
+
+    types = max_types if maximize else min_types
+    worst = -1e18 if maximize else 1e18        # an infinite (or NaN) case loses to every finite one
+
+    def individual(genes):
+        # the fitness type has one weight per case and only the evaluation (memoized) tells how many cases
+        return types(len(scored(genes)[1]))[1](genes)
+
+    def cases(ind) -> tuple[float, ...]:
+        return tuple(c if math.isfinite(c) else worst for c in scored(ind)[1])
+
+    def value(ind) -> float:
+        return scored(ind)[0]
+
+    def rank(ind) -> float:
+        return rule.rank(value(ind))
+
+    def select(pop: list, k: int) -> list:
+        # lexicase needs several cases; with one or two it degenerates into picking the best only
+        if len(pop[0].fitness.values) >= 3:
+            return tools.selLexicase(pop, k)
+        return sel_two_tournament(pop, k, rank)
+
+    toolbox = pairs_toolbox(sizes, individual, cases, select, lambda pop, k: sel_best_distinct(pop, k, rank))
+    return run_pairs(toolbox, population, generations, seed, salt, seeds=seeds, value=value, stall=rule)
 
 
 def non_dominated(inds: list) -> list:

@@ -13,10 +13,8 @@ thesis' analysis; the virtual board has it, so the analysis inflates accelerator
 """
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +25,9 @@ from dse.rt.cpa import CpaProblem, max_fps
 from dse.rt.dvfs import FreqChoice, scales, set_freq
 from dse.rt.energy import AppEnergy, PowerFit, scenario_watts
 from dse.rt.model import App, Stage, Task
+
+if TYPE_CHECKING:       # dse.search is slow to import, and deploy imports this module for the controller alone
+    from dse.search.ga_common import Genes, GenomeResult
 
 INF = float("inf")
 FPS_HI = 400.0
@@ -77,7 +78,6 @@ class Case:
         raise DseError(f"{network}: no GPU-only (option E) mapping in its Pareto list")
 
 
-Genes = tuple[int, ...]
 CONTROLLER = "_controller"
 
 
@@ -209,95 +209,11 @@ class Evaluator:
 
 
 # ---- the GA ---------------------------------------------------------------------------------------------
-@dataclass
-class GAOutcome:
-    genes: Genes
-    value: float
-    history: list[float] = field(default_factory=list)
-    evaluations: int = 0
-    generations: int = 0
-    exhaustive: bool = False
-    population: list[Genes] = field(default_factory=list)   # the last generation, best first (seeds for others)
-
-
 def evolve(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float, list[float]]], *, maximize: bool,
-           ga: Mapping, salt: str, seeds: Sequence[Genes] = ()) -> GAOutcome:
-    """The step-2 GA (l. 1375): uniform crossover, one-point mutation, lexicase parents over the per-scenario
-    cases, the best ``population`` of parents + offspring survive; stops after ``stall`` generations without
-    improvement. A space no larger than the GA's budget is enumerated instead (the exact optimum)."""
-    from deap import tools
+           ga: Mapping, salt: str, seeds: Sequence[Genes] = ()) -> GenomeResult:
+    """The step-2 GA (l. 1375), ``ga_common.evolve_genomes``, with this system's defaults for what ``ga`` leaves out."""
+    from dse.search.ga_common import evolve_genomes
 
-    pop_n, gens, stall = int(ga.get("population", 48)), int(ga.get("generations", 60)), int(ga.get("stall", 15))
-    memo: dict[Genes, tuple[float, list[float]]] = {}
-
-    def ev(g: Genes):
-        if g not in memo:
-            memo[g] = evaluate(g)
-        return memo[g]
-
-    sign = 1.0 if maximize else -1.0
-
-    def better(a: float, b: float) -> bool:
-        return a > b if maximize else a < b
-
-    space = math.prod(sizes)
-    if space <= pop_n * max(1, gens):
-        import itertools
-
-        best = None
-        for g in itertools.product(*[range(n) for n in sizes]):
-            v, _ = ev(tuple(g))
-            if best is None or better(v, best[1]):
-                best = (tuple(g), v)
-        return GAOutcome(best[0], best[1], [best[1]], len(memo), 0, exhaustive=True, population=[best[0]])
-
-    class Ind(list):
-        pass
-
-    class Fit:
-        def __init__(self, values):
-            self.values = tuple(sign * v if math.isfinite(v) else -1e18 for v in values)
-            self.weights = (1.0,) * len(self.values)
-            self.wvalues = self.values
-
-    rng_state = random.getstate()
-    random.seed(f"{ga.get('seed', 0)}:{salt}")
-    try:
-        def make(g):
-            ind = Ind(g)
-            v, c = ev(tuple(g))
-            ind.value, ind.fitness = v, Fit(c)
-            return ind
-
-        pop = [make(list(s)) for s in seeds[:pop_n]]
-        pop += [make([random.randrange(n) for n in sizes]) for _ in range(pop_n - len(pop))]
-        key = (lambda i: -i.value) if maximize else (lambda i: i.value)
-        best = min(pop, key=key)
-        history, since, done = [best.value], 0, 0
-        n_cases = len(pop[0].fitness.values)
-        for _ in range(gens):
-            # lexicase needs several cases; with one or two it degenerates into picking the best only
-            parents = tools.selLexicase(pop, 2 * pop_n) if n_cases >= 3 else \
-                [min(random.sample(pop, 2), key=key) for _ in range(2 * pop_n)]
-            kids = []
-            for a, b in zip(parents[::2], parents[1::2]):
-                c1, c2 = list(a), list(b)
-                for i in range(len(sizes)):                        # uniform crossover
-                    if random.random() < 0.5:
-                        c1[i], c2[i] = c2[i], c1[i]
-                for c in (c1, c2):                                 # one-point mutation
-                    i = random.randrange(len(sizes))
-                    c[i] = random.randrange(sizes[i])
-                    kids.append(make(c))
-            uniq = {tuple(i): i for i in pop + kids}
-            pop = sorted(uniq.values(), key=key)[:pop_n]
-            done += 1
-            since = 0 if better(pop[0].value, best.value) else since + 1
-            if better(pop[0].value, best.value):
-                best = pop[0]
-            history.append(best.value)
-            if stall and since >= stall:
-                break
-    finally:
-        random.setstate(rng_state)
-    return GAOutcome(tuple(best), best.value, history, len(memo), done, population=[tuple(i) for i in pop])
+    return evolve_genomes(sizes, evaluate, maximize=maximize, population=int(ga.get("population", 48)),
+                          generations=int(ga.get("generations", 60)), stall=int(ga.get("stall", 15)),
+                          seed=ga.get("seed", 0), salt=salt, seeds=seeds)

@@ -13,7 +13,6 @@ GPU times, one time per DLA stage, CPU pre/post) for its WCETs.
 from __future__ import annotations
 
 import itertools
-import random
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,9 +120,9 @@ def _progress(it, total, progress):
 
 def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[Candidate], dict]:
     """The thesis' step-1 GA: chromosome [c1, c2, c3, option] over the feasible cut positions (l. 1188-1192)."""
-    from deap import base, tools
+    from deap import tools
 
-    from dse.search.ga_common import min_types, repair_cuts
+    from dse.search.ga_common import min_types, pairs_toolbox, repair_cuts, run_pairs
     from dse.search.space import SearchSpace
 
     analysis, platform = backend.analysis, backend.platform
@@ -157,41 +156,15 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
         c = memo[key]
         return c.objectives if c.objectives is not None else (float("inf"),) * n_obj
 
-    fit_t, ind_t = min_types(n_obj)
-    tb = base.Toolbox()
-    highs = [len(pos) - 1] * 3 + [len(options) - 1]
-    tb.register("individual", lambda: ind_t([random.randint(0, h) for h in highs]))
-
-    def one_point(ind):                                   # "one-point mutation": resample exactly one gene
-        i = random.randrange(len(ind))
-        ind[i] = random.randint(0, highs[i])
-        return (ind,)
-
+    _, ind_t = min_types(n_obj)
+    sizes = [len(pos)] * 3 + [len(options)]
+    select = tools.selRandom if selection == "random" else tools.selLexicase
+    toolbox = pairs_toolbox(sizes, ind_t, evaluate, select, tools.selNSGA2)
     pop_n = int(settings.pareto.get("population", 65))
-    gens = int(settings.pareto.get("generations", 200))
-    state = random.getstate()
-    random.seed(f"{settings.ga.get('seed', 0)}:pareto:{backend.settings.benchmark}")
-    try:
-        pop = [tb.individual() for _ in range(pop_n)]
-        for ind in pop:
-            ind.fitness.values = evaluate(ind)
-        for _ in range(gens):
-            parents = tools.selRandom(pop, 2 * pop_n) if selection == "random" else \
-                tools.selLexicase(pop, 2 * pop_n)
-            kids = []
-            for a, b in zip(parents[::2], parents[1::2]):
-                c1, c2 = ind_t(a), ind_t(b)
-                tools.cxUniform(c1, c2, indpb=0.5)
-                one_point(c1)
-                one_point(c2)
-                for c in (c1, c2):
-                    c.fitness.values = evaluate(c)
-                kids += [c1, c2]
-            pop = tools.selNSGA2(pop + kids, pop_n)
-    finally:
-        random.setstate(state)
-    return list(memo.values()), {"mode": "ga", "space": total, "evaluated": len(memo), "generations": gens,
-                                 "population": pop_n}
+    out = run_pairs(toolbox, pop_n, int(settings.pareto.get("generations", 200)), settings.ga.get("seed", 0),
+                    f"pareto:{backend.settings.benchmark}")
+    return list(memo.values()), {"mode": "ga", "space": total, "evaluated": len(memo),
+                                 "generations": out.generations, "population": pop_n}
 
 
 def candidates_frame(network: str, cands: list[Candidate], front: list[Candidate]) -> pd.DataFrame:

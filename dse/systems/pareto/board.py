@@ -167,6 +167,7 @@ class ClockedBoard:
                                 ["fp32"])
         self.platform, self.params = platform, ClockedParams.of(platform)
         self.graph = build_task_graph(analysis, precision)
+        self.model_digest = analysis.digest
         layers = analysis.layers
         self.clusters = platform.cpu_clusters
         self.core_cluster = np.array([k for k, c in enumerate(self.clusters) for _ in c.cores])

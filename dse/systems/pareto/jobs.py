@@ -2,11 +2,13 @@
 
 One job per (platform, benchmark) directory ``results/pareto/<platform>/<benchmark>/``: NSGA-II on the model
 (``dse.systems.pareto``), the TensorRT baseline over every host-CPU x GPU clock pair, both re-measured on the board with
-fresh noise; writes ``pareto.parquet`` (every NSGA-II and baseline point: genome, mapping, clocks, model and
-measured throughput/energy, on-front flags), ``pareto.md`` (the chosen points, hypervolumes, model error),
-``plots/pareto_front.png`` and ``run.json`` (seed, versions, the search log). Settings: the ``pareto`` config
-group; the workflow writes the run's config parts before the job (``config/pareto.yaml``, ``config/platform.yaml``:
-changing a setting reruns only this job) and the resolved ``config.yaml``.
+fresh noise through the evaluator (every board run a row of ``cache/pareto.parquet`` in the store's schema:
+``dse.systems.pareto.backend``); writes ``pareto.parquet`` (every NSGA-II and baseline point: genome, mapping,
+clocks, model and measured throughput/energy, the means of those runs, on-front flags), ``pareto.md`` (the chosen
+points, hypervolumes, model error), ``plots/pareto_front.png`` and ``run.json`` (seed, versions, the search log).
+Settings: the ``pareto`` config group; the workflow writes the run's config parts before the job
+(``config/pareto.yaml``, ``config/platform.yaml``: changing a setting reruns only this job) and the resolved
+``config.yaml``.
 """
 from __future__ import annotations
 
@@ -87,6 +89,9 @@ def run(pdir) -> dict:
     """The job: search, baseline, re-measure, write. Returns the summary written to run.json."""
     import time
 
+    from dse.backends.base import MeasureSettings
+    from dse.evaluate import Evaluator
+    from dse.systems.pareto.backend import ClockedBackend, measurement_context
     from dse.systems.pareto.board import ClockedBoard
     from dse.systems.pareto.model import TangModel
     from dse.systems.pareto.search import dominates_front, hypervolume, nsga2, pareto_mask, remeasure, trt_baseline
@@ -98,7 +103,8 @@ def run(pdir) -> dict:
     pdir = Path(pdir)
     raw = read_part(pdir, "pareto", "pareto_configure")
     s = check_settings({k: v for k, v in raw.items() if k in SETTING_KEYS})
-    platform = load_platform(read_part(pdir, "platform", "pareto_configure"))
+    platform_part = read_part(pdir, "platform", "pareto_configure")
+    platform = load_platform(platform_part)
     seed = int(s["seed"])
     say(f"pareto: analysing {raw['benchmark']} at {raw['input_size']}")
     board = ClockedBoard(platform, analyze(build_network(raw["benchmark"], raw["input_size"], seed=seed)))
@@ -110,11 +116,15 @@ def run(pdir) -> dict:
     say(f"pareto: {log['evaluations']} model evaluations in {log['seconds']:.1f} s, {len(found)} non-dominated")
     base = trt_baseline(model)
     repeats = int(s["repeats"])
+    backend = ClockedBackend(board, MeasureSettings(benchmark=raw["benchmark"], precision="fp32",
+                                                    input_size=int(raw["input_size"]), seed=seed))
+    evaluator = Evaluator(backend, pdir / "cache" / "pareto.parquet", seed=seed,
+                          context=measurement_context(platform_part, raw))
     t0 = time.perf_counter()
     frames = []
     for source, G in (("nsga2", found), ("trt-baseline", base)):
         obj = model.evaluate(G)
-        fps, energy = remeasure(model, G, repeats, seed)
+        fps, energy = remeasure(evaluator, model, G, repeats, strategy=source)
         rows = []
         for g, mf, me, f, e in zip(G, obj.fps, obj.energy_j, fps, energy):
             mapping, clk = model.decode(g)
@@ -125,7 +135,8 @@ def run(pdir) -> dict:
         df = pd.DataFrame(rows)
         df["on_front"] = pareto_mask(df.fps, df.energy_j)
         frames.append(df)
-    say(f"pareto: {sum(len(f) for f in frames)} points re-measured {repeats}x in {time.perf_counter() - t0:.1f} s")
+    say(f"pareto: {sum(len(f) for f in frames)} points re-measured {repeats}x in {time.perf_counter() - t0:.1f} s "
+        f"({evaluator.measured} board runs, {evaluator.reused} answered by the cache {evaluator.store})")
     df = pd.concat(frames, ignore_index=True)
     df["fps_model_err"] = df.model_fps / df.fps - 1.0
     df["energy_model_err"] = df.model_energy_j / df.energy_j - 1.0

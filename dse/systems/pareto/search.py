@@ -5,8 +5,9 @@
   mutation (L92), fitness = (phi1, phi2) from Eqs. 1-13; every non-dominated genome is kept.
 - ``trt_baseline``: TensorRT = every task on the GPU with one host core, exhaustive over the host-CPU x GPU clock
   pairs (12 x 13 = 156 on TX2, L216).
-- ``remeasure``: each point measured ``repeats`` times on the board with fresh noise; fronts and hypervolumes are
-  compared on those means, never on the model's numbers or a lucky sample.
+- ``remeasure``: each point measured ``repeats`` times on the board with fresh noise, through the evaluator (the
+  store's rows, its cache); fronts and hypervolumes are compared on those means, never on the model's numbers or a
+  lucky sample.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import numpy as np
 from dse.core.errors import DseError
 from dse.search.ga_common import pareto_mask
 from dse.systems.pareto.model import TangModel
+
+PHASE = "remeasure"      # the store's phase of every board measurement of this target
 
 
 def nsga2(model: TangModel, ga) -> tuple[np.ndarray, dict]:
@@ -68,17 +71,24 @@ def trt_baseline(model: TangModel) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def remeasure(model: TangModel, genomes, repeats: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Board means over ``repeats`` noisy measurements of each genome: (fps [k], J/image [k])."""
+def remeasure(evaluator, model: TangModel, genomes, repeats: int = 5, *, strategy: str,
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Board means over ``repeats`` noisy measurements of each genome: (fps [k], J/image [k]). ``evaluator``: a
+    ``dse.evaluate.Evaluator`` of a ``ClockedBackend`` on ``model``'s board; the i-th genome draws from noise
+    stream i, and ``strategy`` names the batch in the store."""
     if repeats < 1:
         raise DseError(f"repeats must be >= 1, got {repeats}")
+    genomes = np.atleast_2d(genomes)
+    configs = [evaluator.backend.configuration(*model.decode(g), stream=i) for i, g in enumerate(genomes)]
+    runs = evaluator.evaluate_many([(c, r) for c in configs for r in range(repeats)], phase=PHASE, strategy=strategy)
     fps, energy = [], []
-    for i, g in enumerate(np.atleast_2d(genomes)):
-        mapping, clk = model.decode(g)
-        rng = np.random.default_rng([seed, i])
-        runs = [model.board.measure(mapping, clk, rng) for _ in range(repeats)]
-        fps.append(np.mean([r["fps"] for r in runs]))
-        energy.append(np.mean([r["energy_j"] for r in runs]))
+    for i, g in enumerate(genomes):
+        mine = runs[i * repeats:(i + 1) * repeats]
+        failed = [m for m in mine if not m.ok]
+        if failed:
+            raise DseError(f"the board answered {failed[0].status} for genome {g.tolist()}: {failed[0].reason}")
+        fps.append(np.mean([m.fps for m in mine]))
+        energy.append(np.mean([m.energy_j_per_frame for m in mine]))
     return np.array(fps), np.array(energy)
 
 
@@ -96,5 +106,5 @@ def dominates_front(a_fps, a_e, b_fps, b_e, tol: float = 0.0) -> float:
     return float(np.mean(ok)) if ok else 1.0
 
 
-__all__ = ["dominates_front", "hypervolume", "nsga2", "pareto_mask",
+__all__ = ["PHASE", "dominates_front", "hypervolume", "nsga2", "pareto_mask",
            "remeasure", "trt_baseline"]
