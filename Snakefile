@@ -26,7 +26,6 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     run=r".+/[a-z0-9]+-b\d+-\d+",
     option=r"[A-Za-z0-9_-]+",
-    part="|".join(PARTS),
 
 
 include: "workflow/rules/configure.smk"

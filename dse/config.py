@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dse.core.configuration import PREPROCESS
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import bounded_int
 
 GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study")
 
@@ -147,13 +148,6 @@ BENCHMARK_KEYS = ("name", "model", "weights", "input_size", "input_shapes", "pre
                   "calibration_cache", "sample_size", "warmup", "batch", "precision")
 MAX_SAMPLE_SIZE = 1_000_000
 MAX_BATCH = 4096
-
-
-def bounded_int(value, name: str, lo: int, hi: int) -> int:
-    """``value`` as an int in lo..hi, or a DseError naming the key, the range and the value."""
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise DseError(f"{name} must be an integer in {lo:,}..{hi:,}, got {value!r}")
-    return value
 
 
 def validate(cfg: DictConfig) -> None:

@@ -66,3 +66,17 @@ def test_engines_are_counted_by_their_stage_pe_type():
     assert engine_types("IL", 2, xavier) == ["GPU", "DLA"]
     host = load_platform("host-cpu")
     assert set(engine_types("E", 1, host)) == {"CPU"}
+
+
+def test_markdown_table_columns_alignment_formats_and_missing_cells():
+    """Every report renders through one helper: chosen columns and order, right-aligned numbers, a format per
+    column, one mark for a cell without a value, and the compact separator some pages print."""
+    from dse.report.tables import markdown_table
+
+    rows = [{"b": 1.234, "a": "x", "c": None}, {"a": "y", "b": float("nan")}]
+    assert markdown_table(rows) == "| b | a | c |\n| --- | --- | --- |\n| 1.234 | x | None |\n| nan | y |  |\n"
+    text = markdown_table(rows, ["a", "b", "c"], right=["b"], formats={"b": "{:.1f}"}, missing="-")
+    assert text == "| a | b | c |\n| --- | ---: | --- |\n| x | 1.2 | - |\n| y | - | - |\n"
+    assert markdown_table(rows, ["a"], compact=True) == "| a |\n|---|\n| x |\n| y |\n"
+    assert markdown_table([]) == "(none)\n"
+    assert markdown_table([], ["a", "b"], right=["b"]) == "| a | b |\n| --- | ---: |\n"    # a header without rows

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Protocol
 
 from dse.core.configuration import PREPROCESS, Configuration
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 from dse.core.measurement import Measurement
 from dse.platform import Platform
 
@@ -83,10 +84,7 @@ class MeasureSettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "MeasureSettings":
-        valid = {f.name for f in fields(cls)}
-        for key in d:
-            if key not in valid:
-                raise choices_error("measure setting", key, valid)
+        check_keys(d, {f.name for f in fields(cls)}, "measure setting")
         return cls(**dict(d))
 
     def to_dict(self) -> dict:

@@ -18,6 +18,7 @@ import pandas as pd
 from dse.backends.base import MeasureSettings
 from dse.backends.sim.backend import SimBackend
 from dse.core.configuration import Configuration
+from dse.report.tables import markdown_table
 
 CACHE = Path("results/.cache/sim-layers")
 THESIS_LAYERS = {"yolov2": 54, "yolov2-tiny": 24, "yolov3": 179, "yolov3-tiny": 35, "yolov4": 269,
@@ -307,6 +308,7 @@ def anchors(nets: Networks, quick: bool = False) -> list[Anchor]:  # noqa: C901 
 
 
 SPLITS = ("fit", "held-out")
+ANCHOR_COLUMNS = ("group", "anchor", "split", "published", "simulated", "error", "tolerance", "ok")
 
 
 def assign_splits(rows: list[Anchor]) -> list[Anchor]:
@@ -336,12 +338,10 @@ def split_summary(rows: list[Anchor]) -> list[str]:
 
 
 def format_table(rows: list[Anchor]) -> str:
-    lines = ["| group | anchor | split | published | simulated | error | tolerance | ok |",
-             "| --- | --- | --- | ---: | ---: | ---: | --- | --- |"]
-    for a in rows:
-        tol = f"[{a.lo:.3g}, {a.hi:.3g}]"
-        lines.append(f"| {a.group} | {a.name} | {a.split} | {a.published:.4g} | {a.simulated:.4g} | "
-                     f"{a.error * 100:+.1f} % | {tol} | {'yes' if a.ok else '**no**'} {a.note} |")
+    cells = [{"group": a.group, "anchor": a.name, "split": a.split, "published": f"{a.published:.4g}",
+              "simulated": f"{a.simulated:.4g}", "error": f"{a.error * 100:+.1f} %",
+              "tolerance": f"[{a.lo:.3g}, {a.hi:.3g}]", "ok": f"{'yes' if a.ok else '**no**'} {a.note}"} for a in rows]
+    lines = markdown_table(cells, ANCHOR_COLUMNS, right=("published", "simulated", "error")).splitlines()
     n_ok = sum(a.ok for a in rows)
     lines += ["", f"{n_ok} of {len(rows)} anchors within tolerance.", ""]
     lines += [f"- {line}" for line in split_summary(rows)]

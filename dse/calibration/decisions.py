@@ -28,6 +28,7 @@ from dse.calibration.anchors import JEDI_README, LABEL, TABLE_3_5, TABLE_3_7_FPS
 from dse.calibration.truth import noise_free
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
+from dse.report.tables import markdown_table
 
 if TYPE_CHECKING:
     from dse.search.space import SearchSpace
@@ -320,17 +321,18 @@ def ranking_anchors(decisions: list[Decision]) -> list[Anchor]:
 def decisions_table(decisions: list[Decision]) -> str:
     """Markdown: per network and precision, the virtual board's option, Table 3.5's, the gap, the search's pick and,
     where recorded, the choice by true FPS (without the re-runs' noise)."""
-    lines = ["| network | precision | virtual board | Table 3.5 | Table 3.5's option on the virtual board | "
-             "search selected | best FPS (re-measured mean) | by true FPS: option, Table 3.5's gap |",
-             "| --- | --- | --- | --- | ---: | --- | ---: | --- |"]
+    cols = ("network", "precision", "virtual board", "Table 3.5", "Table 3.5's option on the virtual board",
+            "search selected", "best FPS (re-measured mean)", "by true FPS: option, Table 3.5's gap")
+    rows = []
     for d in decisions:
         gap = "same" if d.match else (f"{(d.ratio - 1) * 100:+.1f} %" if d.published in d.tuned else "not runnable")
         by_true = "-"
         if d.true:
             true_gap = "same" if d.best_true == d.published else f"{(d.ratio_true - 1) * 100:+.1f} %"
             by_true = f"{d.best_true}, {true_gap}"
-        lines.append(f"| {d.network} | {d.precision} | {d.best} | {d.published} | {gap} | {d.searched} | "
-                     f"{d.tuned[d.best]:.1f} | {by_true} |")
+        rows.append(dict(zip(cols, (d.network, d.precision, d.best, d.published, gap, d.searched,
+                                    f"{d.tuned[d.best]:.1f}", by_true))))
+    lines = markdown_table(rows, cols, right=(cols[4], cols[6])).splitlines()
     n = len(decisions)
     same = sum(d.match for d in decisions)
     close = sum(d.close for d in decisions)
@@ -349,9 +351,9 @@ def decisions_table(decisions: list[Decision]) -> str:
 def readme_table(decisions: list[Decision]) -> str:
     """Markdown: per row, GPU only and the best GPU + DLA option on the virtual board (re-measured means) beside the
     JEDI README's campaign, and the two GPU only / GPU + DLA ratios, which decide between E and the DLA options."""
-    lines = ["| network | precision | GPU only: virtual, README | best GPU + DLA: virtual, README | "
-             "GPU only / GPU + DLA: virtual, README | virtual / README |", "| --- | --- | --- | --- | --- | ---: |"]
-    shares = []
+    cols = ("network", "precision", "GPU only: virtual, README", "best GPU + DLA: virtual, README",
+            "GPU only / GPU + DLA: virtual, README", "virtual / README")
+    rows, shares = [], []
     for d in decisions:
         board = JEDI_README.get((d.network, d.precision))
         if board is None or d.gpu_only_ratio is None:
@@ -359,8 +361,10 @@ def readme_table(decisions: list[Decision]) -> str:
         dla = d.best_gpu_dla
         r = board[1] / board[2]
         shares.append(d.gpu_only_ratio / r)
-        lines.append(f"| {d.network} | {d.precision} | {d.tuned['E']:.0f}, {board[1]} | {dla} {d.tuned[dla]:.0f}, "
-                     f"{board[2]} | {d.gpu_only_ratio:.2f}, {r:.2f} | {shares[-1]:.2f} |")
+        rows.append(dict(zip(cols, (d.network, d.precision, f"{d.tuned['E']:.0f}, {board[1]}",
+                                    f"{dla} {d.tuned[dla]:.0f}, {board[2]}", f"{d.gpu_only_ratio:.2f}, {r:.2f}",
+                                    f"{shares[-1]:.2f}"))))
+    lines = markdown_table(rows, cols, right=cols[-1:]).splitlines()
     if shares:
         within = sum(abs(x - 1) <= README_RATIO_TOL for x in shares)
         lines += ["", f"GPU only / GPU + DLA within {README_RATIO_TOL:.0%} of the README's in {within} of "
@@ -373,13 +377,12 @@ def board_best_table(decisions: list[Decision]) -> str:
     """Markdown: per Table 3.7 network (INT8), the virtual board's best option beside the FPS each of the board's
     three searches answered with: where the virtual board's best lies far above them, its landscape has peaks the
     board's searches did not find (or that the board does not have)."""
-    lines = ["| network | virtual board: best option, FPS | board: comprehensive GA, fine-tuning GA, proposed | "
-             "virtual / board's best |", "| --- | --- | --- | ---: |"]
-    rows = [(d, _board_searches(d)) for d in decisions if _board_searches(d) is not None]
-    for d, searches in rows:
-        lines.append(f"| {d.network} | {d.best} {d.tuned[d.best]:.1f} | {', '.join(map(str, searches))} | "
-                     f"{d.tuned[d.best] / max(searches):.2f} |")
-    return "\n".join(lines) if rows else ""
+    cols = ("network", "virtual board: best option, FPS", "board: comprehensive GA, fine-tuning GA, proposed",
+            "virtual / board's best")
+    rows = [dict(zip(cols, (d.network, f"{d.best} {d.tuned[d.best]:.1f}", ", ".join(map(str, searches)),
+                            f"{d.tuned[d.best] / max(searches):.2f}")))
+            for d in decisions if (searches := _board_searches(d)) is not None]
+    return markdown_table(rows, cols, right=cols[-1:]).rstrip("\n") if rows else ""
 
 
 def _board_searches(d: Decision) -> tuple[int, ...] | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dse.core.errors import DseError
+from dse.report.tables import markdown_table
 
 # Parameters that the throughput anchors inform, each a separate physical rate or overhead.
 DEFAULT_PARAMETERS = (
@@ -155,11 +156,14 @@ def fit(profile: dict, evaluate: Callable[[dict], list], parameters: Sequence[st
 
 
 def fit_table(result: FitResult) -> str:
-    lines = ["| parameter | profile | fitted | change |", "| --- | ---: | ---: | ---: |"]
+    rows = []
     for p, a, b in zip(result.parameters, result.start, result.fitted):
         first, *tied = tied_paths(p)
         name = first + (f" (+ {len(tied)} tied: {', '.join(tied)})" if tied else "")
-        lines.append(f"| {name} | {_round(a)} | {_round(b)} | {(b / a - 1) * 100:+.1f} % |")
+        rows.append({"parameter": name, "profile": _round(a), "fitted": _round(b),
+                     "change": f"{(b / a - 1) * 100:+.1f} %"})
+    lines = markdown_table(rows, ("parameter", "profile", "fitted", "change"),
+                           right=("profile", "fitted", "change")).splitlines()
     lines += ["", f"fit loss (mean squared log error of the fit half) {result.loss_start:.5f} -> "
                   f"{result.loss_fitted:.5f} in {result.evaluations} evaluations"]
     return "\n".join(lines)

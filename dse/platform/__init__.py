@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from dse.core.configuration import PRECISIONS
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 
 if TYPE_CHECKING:
     from dse.dla.rules import DlaRuleSet
@@ -533,21 +534,12 @@ def _number(value, where: str, low: float = 0.0, high: float | None = None, stri
     return x
 
 
-def _check_keys(d: Mapping, what: str, valid) -> None:
-    """Refuse a key ``valid`` does not list (``what`` names a key in the error): a misspelt key would otherwise leave
-    its value at the default and the profile silently different from what its author wrote."""
-    unknown = sorted(set(map(str, d)) - set(valid))
-    if unknown:
-        raise choices_error(what, unknown[0], valid)
-
-
 def _table(d, where: str, valid=None, **bounds) -> dict[str, float]:
     """A {key: number} mapping whose keys are in ``valid`` (when given)."""
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping such as {{conv: 0.5}}, got {d!r}")
-    for k in d:
-        if valid is not None and str(k) not in valid:
-            raise choices_error(f"key of {where}", k, valid)
+    if valid is not None:
+        check_keys(d, valid, f"key of {where}")
     return {str(k): _number(v, f"{where}.{k}", **bounds) for k, v in d.items()}
 
 
@@ -561,14 +553,14 @@ def _atoms_by_precision(d, where: str) -> dict[str, float]:
         return {}
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must map a precision ({', '.join(PRECISIONS)}) to channels, got {d!r}")
-    _check_keys(d, f"precision in {where}", PRECISIONS)
+    check_keys(d, PRECISIONS, f"precision in {where}")
     return {str(k): _number(v, f"{where}.{k}", 0.0, None, strict=False) for k, v in d.items()}
 
 
 def _pe_cost(d: Mapping, where: str) -> PECost:
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping with keys {', '.join(PE_COST_KEYS)}, got {d!r}")
-    _check_keys(d, f"key of {where}", PE_COST_KEYS)
+    check_keys(d, PE_COST_KEYS, f"key of {where}")
     return PECost(
         peak_gmacs={str(k): float(v) for k, v in _req(d, "peak_gmacs", where).items()},
         bandwidth_gbs=float(_req(d, "bandwidth_gbs", where)),
@@ -594,7 +586,7 @@ CPU_COST_KEYS = ("peak_gmacs", "bandwidth_gbs", "efficiency", "launch_us", "out_
 def _cpu_cost(d: Mapping, where: str, max_cores: int) -> CpuCost:
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must be a mapping with keys {', '.join(CPU_COST_KEYS)}, got {d!r}")
-    _check_keys(d, f"key of {where}", CPU_COST_KEYS)
+    check_keys(d, CPU_COST_KEYS, f"key of {where}")
     par = d.get("parallel_efficiency") or {1: 1.0}
     if not isinstance(par, Mapping):
         raise DseError(f"{where}.parallel_efficiency must map core counts to efficiencies, got {par!r}")
@@ -652,7 +644,7 @@ def _clusters(cpu: Mapping, where: str) -> tuple[CpuCluster, ...]:
         w = f"{where} cpu.clusters[{i}]"
         if not isinstance(cd, Mapping):
             raise DseError(f"{w} must be a mapping with name, cores, core_type, freq_mhz, got {cd!r}")
-        _check_keys(cd, f"key of {w}", ("name", "cores", "core_type", "freq_mhz"))
+        check_keys(cd, ("name", "cores", "core_type", "freq_mhz"), f"key of {w}")
         cores = tuple(int(_number(c, f"{w}.cores", strict=False)) for c in _req(cd, "cores", w))
         freqs = tuple(_number(f, f"{w}.freq_mhz") for f in _req(cd, "freq_mhz", w))
         if not cores or not freqs:
@@ -705,7 +697,7 @@ def _comm(d: Mapping, where: str, cost: CostParams | None) -> CommModel:
             return CommModel()
         return CommModel(bandwidth_gbs=cost.reformat_bandwidth_gbs, fixed_us=cost.reformat_fixed_us)
     w = f"{where} comm"
-    _check_keys(cd, f"key of {w}", COMM_KEYS)
+    check_keys(cd, COMM_KEYS, f"key of {w}")
     model = str(cd.get("model", "linear"))
     if model not in COMM_MODELS:
         raise choices_error(f"{w}.model", model, COMM_MODELS)
@@ -750,14 +742,10 @@ def _power(d: Mapping, where: str, pes: Mapping[str, PE], core_types: set[str]) 
     if not pw:
         return None
     pe_section = pw.get("pe") or {}
+    check_keys(pe_section, pes, f"PE in power.pe of {where}")
     pe_dyn = {str(k): float(v.get("dynamic_w", 0.0)) for k, v in pe_section.items()}
-    for k in pe_dyn:
-        if k not in pes:
-            raise choices_error(f"PE in power.pe of {where}", k, pes)
     cpu = pw.get("cpu") or {}
-    for k in cpu:
-        if str(k) not in core_types:
-            raise choices_error(f"core type in power.cpu of {where}", k, core_types)
+    check_keys(cpu, core_types, f"core type in power.cpu of {where}")
 
     def watts(section: Mapping, key: str, what: str) -> dict[str, float]:
         return {str(k): _number(v[key], f"{where} power.{what}.{k}.{key}", strict=False)
@@ -773,7 +761,7 @@ def _power(d: Mapping, where: str, pes: Mapping[str, PE], core_types: set[str]) 
 
 def _board_costs(d: Mapping, where: str) -> BoardCosts:
     bc = d.get("board_costs") or {}
-    _check_keys(bc, f"{where} board_costs key", BoardCosts.__dataclass_fields__)
+    check_keys(bc, BoardCosts.__dataclass_fields__, f"{where} board_costs key")
     default = BoardCosts()
     builds = {**default.engine_build_s, **{str(k).upper(): float(v) for k, v in (bc.get("engine_build_s") or {}).items()}}
     return BoardCosts(engine_build_s=builds, run_overhead_s=float(bc.get("run_overhead_s", default.run_overhead_s)))
@@ -803,7 +791,7 @@ def _dla_rules(rd, where: str, toolkit: str) -> DlaRules:
 
 def _limits(d: Mapping, where: str, rules: DlaRules | None) -> Limits:
     ld = d.get("limits", {}) or {}
-    _check_keys(ld, f"{where} limit", Limits.__dataclass_fields__)
+    check_keys(ld, Limits.__dataclass_fields__, f"{where} limit")
     # a DLA limit left null (or out) follows the platform's DLA rule set (its TensorRT release)
     by_version = ({"max_dla_engines_total": rules.ruleset.max_engines_total,
                    "max_dla_loadables_per_core": rules.ruleset.max_loadables_per_core} if rules else {})
@@ -946,7 +934,7 @@ def platform_from_dict(d: Mapping) -> Platform:
     d = _plain(d)
     name = str(_req(d, "name", "the profile"))
     where = f"platform {name}"
-    _check_keys(d, f"key of {where}", TOP_LEVEL_KEYS)
+    check_keys(d, TOP_LEVEL_KEYS, f"key of {where}")
     precisions = tuple(str(p) for p in d.get("precisions") or ("fp32",))
     if d.get("options") == "auto":
         pes, options, main_pe = _core_group_options(d, where, precisions)
@@ -965,7 +953,7 @@ def platform_from_dict(d: Mapping) -> Platform:
     toolkit = str(d.get("toolkit_version", "unknown"))
     rules = _dla_rules(rd, where, toolkit) if has_dla or rd else None
     cpu = d.get("cpu", {}) or {}
-    _check_keys(cpu, f"key of {where} cpu", CPU_KEYS)
+    check_keys(cpu, CPU_KEYS, f"key of {where} cpu")
     cpu_pes = [p for p in pes.values() if p.type == "cpu"]
     clusters = _clusters(cpu, where)
     core_types = {c.core_type for c in clusters}
@@ -1007,7 +995,7 @@ def _stage_thread_work(d, where: str) -> StageThreadWork:
     parts = StageThreadWork.__dataclass_fields__
     if not isinstance(d, Mapping):
         raise DseError(f"{where} must map {', '.join(parts)} to microseconds, got {d!r}")
-    _check_keys(d, f"key of {where}", parts)
+    check_keys(d, parts, f"key of {where}")
     return StageThreadWork(**{k: _number(v, f"{where}.{k}", strict=False) for k, v in d.items()})
 
 

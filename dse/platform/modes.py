@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 from dse.platform import Platform
 
 KNOBS = ("gpu", "dla", "cpu")                     # the clocks a configuration sets (kind names of dse.rt.dvfs)
@@ -52,9 +53,7 @@ def power_modes(platform: Platform) -> dict[str, PowerMode]:
     for name, d in section.items():
         where = f"platform {platform.name} power_modes.{name}"
         d = dict(d or {})
-        unknown = sorted(set(d) - set(MODE_KEYS))
-        if unknown:
-            raise choices_error(f"key of {where}", unknown[0], MODE_KEYS)
+        check_keys(d, MODE_KEYS, f"key of {where}")
         caps = {str(k).upper(): float(v) for k, v in (d.get("max_mhz") or {}).items()}
         bad = sorted(set(caps) - set(CEILINGS))
         if bad:
@@ -191,18 +190,14 @@ def clock_control(platform: Platform) -> ClockControl | None:
     where = f"platform {platform.name} clock_control"
     if not isinstance(section, Mapping):
         raise DseError(f"{where} must be a mapping: nvpmodel (command) and files per clock ({', '.join(KNOBS)})")
-    unknown = sorted(set(section) - {"nvpmodel", *KNOBS})
-    if unknown:
-        raise choices_error(f"key of {where}", unknown[0], ("nvpmodel", *KNOBS))
+    check_keys(section, ("nvpmodel", *KNOBS), f"key of {where}")
     knobs = []
     for kind in KNOBS:
         d = section.get(kind)
         if d is None:
             continue
         d = dict(d)
-        bad = sorted(set(d) - set(CONTROL_KNOB_KEYS))
-        if bad:
-            raise choices_error(f"key of {where}.{kind}", bad[0], CONTROL_KNOB_KEYS)
+        check_keys(d, CONTROL_KNOB_KEYS, f"key of {where}.{kind}")
         files = {k: tuple(str(p) for p in (d.get(k) or ())) for k in ("min", "max")}
         if not files["max"]:
             raise DseError(f"{where}.{kind} needs at least one 'max' file (the clock's cap)")

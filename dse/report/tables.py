@@ -1,5 +1,9 @@
-"""The run's summary tables: the best configuration as a Table 3.5 row, the cost as a Table 3.4 row."""
+"""The run's summary tables (the best configuration as a Table 3.5 row, the cost as a Table 3.4 row) and the
+Markdown renderer of every report's tables."""
 from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -84,10 +88,30 @@ def cost_row(frame: pd.DataFrame, platform, frames: int, costs) -> dict:
     }
 
 
-def markdown_table(rows: list[dict]) -> str:
-    if not rows:
+def format_cell(value, fmt: str | None = None, missing: str | None = None) -> str:
+    """One table cell: ``fmt`` (a format string such as ``"{:.1f}"``) applied to the value; None or NaN, where no
+    number was measured or solved, as ``missing`` where given (a format string cannot render them)."""
+    if missing is not None and (value is None or (isinstance(value, float) and math.isnan(value))):
+        return missing
+    return str(value) if fmt is None else fmt.format(value)
+
+
+def markdown_table(rows: list[dict], columns: Sequence[str] | None = None, *, right: Iterable[str] = (),
+                   formats: Mapping[str, str] | None = None, missing: str | None = None,
+                   compact: bool = False) -> str:
+    """The one renderer of every report's Markdown tables, so they all read (and grep) alike.
+
+    ``columns``: the columns in order (default: the first row's keys; without rows or columns: "(none)").
+    ``right``: columns aligned right (``---:``). ``formats``: column -> format string of its cells (``format_cell``).
+    ``missing``: what a cell shows that a row lacks or that holds None or NaN (default: a lacking cell blank, the
+    others as ``str`` writes them). ``compact``: the separator row without spaces (``|---|---|``)."""
+    cols = list(rows[0]) if columns is None and rows else list(columns or ())
+    if not cols:
         return "(none)\n"
-    cols = list(rows[0])
-    out = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    out += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+    right, formats = set(right), formats or {}
+    rule = ["---:" if c in right else "---" for c in cols]
+    sep = ("|" + "|".join(rule) + "|") if compact else ("| " + " | ".join(rule) + " |")
+    out = ["| " + " | ".join(cols) + " |", sep]
+    out += ["| " + " | ".join(format_cell(r[c], formats.get(c), missing) if c in r else missing or ""
+                              for c in cols) + " |" for r in rows]
     return "\n".join(out) + "\n"

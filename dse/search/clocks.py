@@ -21,6 +21,7 @@ from dse.core.configuration import Configuration
 from dse.platform.modes import (EXTRA_KEYS, MODE_KEY, clock_control, clock_extra, is_clocked, mode_levels, power_mode,
                              power_modes)
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import bounded_int
 from dse.core.measurement import Measurement
 from dse.platform import Platform
 from dse.rt.dvfs import set_freq
@@ -50,8 +51,6 @@ class EnergySettings:
             raise choices_error("search.objective", self.objective, OBJECTIVES)
         if not (isinstance(self.min_fps, (int, float)) and self.min_fps >= 0):
             raise DseError(f"search.min_fps must be a number >= 0, got {self.min_fps!r}")
-        from dse.config import bounded_int
-
         bounded_int(self.mappings, "search.energy_mappings", 1, 100)
         bounded_int(self.repeats, "search.energy_repeats", 1, 100)
 

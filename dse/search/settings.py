@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import bounded_int, check_keys
 
 INITIAL_MODES = ("random", "balanced", "auto")
 # model-guided (dse.search.guided; the default: it beats the thesis' search in BENCHMARKS.md "Guided search": more answers
@@ -90,8 +91,6 @@ class SearchSettings:
             raise DseError(f"search.guided_noise must be 'auto' or a number in (0, 1), got {self.guided_noise!r}")
         if self.initial not in INITIAL_MODES:
             raise choices_error("search.initial", self.initial, INITIAL_MODES)
-        from dse.config import bounded_int
-
         for name, hi in UPPER_BOUNDS.items():
             bounded_int(getattr(self, name), f"search.{name}", 0 if name in ZERO_ALLOWED else 1, hi)
         for name in ("epsilon", "degradation", "t_step", "refine_within"):
@@ -112,9 +111,7 @@ class SearchSettings:
         """Build from a plain dict or an OmegaConf node; unknown keys are errors."""
         d = dict(d or {})
         valid = {f.name for f in fields(cls)}
-        for key in d:
-            if key not in valid:
-                raise choices_error("search setting", key, valid)
+        check_keys(d, valid, "search setting")
         if "options" in d and d["options"] is not None:
             d["options"] = tuple(d["options"])
         return cls(**d)

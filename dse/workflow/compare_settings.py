@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 
 from dse.core.errors import choices_error
+from dse.core.validate import check_keys
 from dse.search.ga_common import GASettings
 
 METHODS = ("Base(G)", "Base(D)", "Interleaved", "Interleaved+tuned", "Profiled", "Comprehensive GA",
@@ -43,10 +44,7 @@ class CompareSettings:
     @classmethod
     def from_cfg(cls, node, seed: int = 0) -> "CompareSettings":
         d = OmegaConf.to_container(node, resolve=True) if node is not None and not isinstance(node, dict) else dict(node or {})
-        valid = set(cls.__dataclass_fields__)
-        for k in d:
-            if k not in valid:
-                raise choices_error("compare setting", k, valid)
+        check_keys(d, cls.__dataclass_fields__, "compare setting")
         out = cls()
         by_slug = {v: k for k, v in SLUG.items()}
         methods = tuple(by_slug.get(str(m), str(m)) for m in (d.get("methods") or out.methods))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dse.core.errors import DseError, choices_error
+from dse.report.tables import format_cell, markdown_table
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from dse.systems.layermap.settings import METHODS, LayermapSettings, cap_label
 
@@ -268,8 +269,11 @@ def _bar_plot(frame: pd.DataFrame, s: LayermapSettings, out: Path, platform: str
     return save_figure(fig, out)
 
 
-def _f(x, fmt="{:.0f}") -> str:
-    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else fmt.format(x)
+# layermap.md's table of every result: its columns and how each shows a number
+RESULT_COLUMNS = ("method", "CPU config", "cap", "period us", "util", "energy mJ", "status", "gap", "s",
+                  "measured FPS", "measured ms", "error")
+RESULT_FORMATS = {"period us": "{:.0f}", "util": "{:.2f}", "energy mJ": "{:.2f}", "gap": "{:.2%}", "s": "{:.1f}",
+                  "measured FPS": "{:.1f}", "measured ms": "{:.2f}", "error": "{:+.1f} %"}
 
 
 def table_md(frame: pd.DataFrame, s: LayermapSettings, lm: LayermapRun) -> str:
@@ -280,35 +284,38 @@ def table_md(frame: pd.DataFrame, s: LayermapSettings, lm: LayermapRun) -> str:
              f"Task graph: {lm.graph.n} tasks; profile: {s.profile['source']}; PEs: CPU groups{acc}; "
              f"GA {s.ga['preset']} (budget {s.ga['budget']}), ILP {s.ilp['formulation']} (clusters "
              f"{s.ilp['clusters']}, {s.ilp['solver']}, {s.ilp['time_limit_s']} s). Periods in us (schedule).", "",
-             "## Period per CPU configuration x cap (002 Fig. 6 / 004 Fig. 14)", "",
-             "| CPU config | " + " | ".join(f"{m.upper()} {cap_label(c)} %" for c in s.caps for m in s.methods) + " |",
-             "|---" * (1 + len(s.caps) * len(s.methods)) + "|"]
+             "## Period per CPU configuration x cap (002 Fig. 6 / 004 Fig. 14)", ""]
     key = frame.set_index(["cpu_config", "cap", "method"])
+    columns = {(cap, m): f"{m.upper()} {cap_label(cap)} %" for cap in s.caps for m in s.methods}
+    rows = []
     for cpu in s.cpu_configs:
-        cells = []
-        for cap in s.caps:
-            for m in s.methods:
-                r = key.loc[(cpu, cap, m)]
-                mark = "" if m == "ga" or r["status"] == "optimal" else f" ({r['status']})"
-                cells.append(_f(r["period_us"]) + mark)
-        lines.append(f"| ({cpu.replace('-', ',')}) | " + " | ".join(cells) + " |")
+        row = {"CPU config": f"({cpu.replace('-', ',')})"}
+        for (cap, m), col in columns.items():
+            r = key.loc[(cpu, cap, m)]
+            mark = "" if m == "ga" or r["status"] == "optimal" else f" ({r['status']})"
+            row[col] = format_cell(r["period_us"], "{:.0f}", "-") + mark
+        rows.append(row)
+    lines += markdown_table(rows, ["CPU config", *columns.values()], compact=True).splitlines()
     refs = frame[frame["status"] == "reference"]
     lines += ["", "References (whole network on one PE): " + "; ".join(
-        f"{r.method} {_f(r.period_us)} us" for r in refs.itertuples())]
+        f"{r.method} {format_cell(r.period_us, '{:.0f}', '-')} us" for r in refs.itertuples())]
     best = frame[frame["method"].isin(s.methods)].groupby("cap")["period_us"].min()
     gpu = refs[refs["method"] != "CPU-only"]
     if len(gpu):
         g = float(gpu["period_us"].iloc[0])
-        lines += ["", "| cap | best period (us) | / " + gpu["method"].iloc[0] + " |", "|---|---|---|"]
-        lines += [f"| {cap_label(c)} % | {_f(best[c])} | {_f(100 * best[c] / g, '{:.1f}')} % |" for c in s.caps]
-    lines += ["", "## Every result (schedule vs measurement through the " + lm.ctx.platform.backend + " backend)", "",
-              "| method | CPU config | cap | period us | util | energy mJ | status | gap | s | measured FPS | "
-              "measured ms | error |", "|---" * 12 + "|"]
-    for r in frame.itertuples():
-        lines.append(f"| {r.method} | ({r.cpu_config.replace('-', ',')}){'+' + r.accelerators.upper() if r.accelerators else ''}"
-                     f" | {cap_label(r.cap)} % | {_f(r.period_us)} | {_f(r.util, '{:.2f}')} | "
-                     f"{_f(r.energy_mj, '{:.2f}')} | {r.status} | {_f(r.gap, '{:.2%}')} | {_f(r.seconds, '{:.1f}')} | "
-                     f"{_f(r.measured_fps, '{:.1f}')} | {_f(r.measured_ms, '{:.2f}')} | {_f(r.error_pct, '{:+.1f} %')} |")
+        share = "/ " + gpu["method"].iloc[0]
+        lines += [""] + markdown_table(
+            [{"cap": f"{cap_label(c)} %", "best period (us)": format_cell(best[c], "{:.0f}", "-"),
+              share: format_cell(100 * best[c] / g, "{:.1f}", "-") + " %"} for c in s.caps],
+            ["cap", "best period (us)", share], compact=True).splitlines()
+    lines += ["", "## Every result (schedule vs measurement through the " + lm.ctx.platform.backend + " backend)", ""]
+    results = [{"method": r.method,
+                "CPU config": f"({r.cpu_config.replace('-', ',')})"
+                              + ("+" + r.accelerators.upper() if r.accelerators else ""),
+                "cap": f"{cap_label(r.cap)} %", "period us": r.period_us, "util": r.util, "energy mJ": r.energy_mj,
+                "status": r.status, "gap": r.gap, "s": r.seconds, "measured FPS": r.measured_fps,
+                "measured ms": r.measured_ms, "error": r.error_pct} for r in frame.itertuples()]
+    lines += markdown_table(results, RESULT_COLUMNS, formats=RESULT_FORMATS, missing="-", compact=True).splitlines()
     return "\n".join(lines) + "\n"
 
 

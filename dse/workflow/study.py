@@ -25,7 +25,7 @@ STUDY_FILES = ("study.parquet", "study.md", "plots/study_gain.png", "plots/study
 
 @dataclass(frozen=True)
 class StudyPlan:
-    part: str                       # config/study.yaml: the study settings and each point's run directory
+    parts: dict[str, str]           # config/study.yaml: the study settings and each point's run directory
     resolved: str
     runs: dict[str, RunPlan]        # run directory -> its plan, in grid order
 
@@ -62,7 +62,7 @@ def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
         runs[run] = plan
         points.append({"run": run, **{k: v for k, v in point.values.items()}})
     part = OmegaConf.to_yaml(OmegaConf.create({**settings.to_dict(), "points": points}))
-    return {settings.study_dir(cfg.results_dir): StudyPlan(part, OmegaConf.to_yaml(cfg), runs)}
+    return {settings.study_dir(cfg.results_dir): StudyPlan({"study": part}, OmegaConf.to_yaml(cfg), runs)}
 
 
 def plan_study_point(snakemake_config: dict, run: str) -> RunPlan | None:
@@ -92,7 +92,7 @@ def merge_study(sdir: str | Path) -> Path:
     from dse.systems.study.summary import study_frame, study_markdown, study_plots
 
     sdir = Path(sdir)
-    part = read_part(sdir, "study", "study_configure")
+    part = read_part(sdir, "study")
     frame = study_frame(part)
     write_atomic(pa.Table.from_pandas(frame, preserve_index=False), sdir / "study.parquet")
     study_plots(frame, sdir / "plots")

@@ -2,6 +2,7 @@
 # the other target families. Planning imports only what it needs: each family's planner module is imported the
 # first time one of its targets is asked for, so a plain `snakemake` never pays for the others.
 import os
+import re
 import sys
 from importlib import import_module
 from pathlib import Path
@@ -89,6 +90,23 @@ taskset_plans, taskset_plan = lazy_plans("taskset campaign", "dse.systems.taskse
 pareto_plans, pareto_plan = lazy_plans("pareto run", "dse.systems.pareto.jobs:plan_pareto")
 study_plans, study_plan = lazy_plans("study", "dse.workflow.study:plan_study")
 STUDY_POINTS = {}
+# where each family's planned directories are (the wildcard constraints of its rules): how `plan_of` tells them apart
+FAMILY_DIRS = {"multi": r"(.+/)?multi/[^/]+/[^/]+", "dataflow": r"(.+/)?dataflow/[^/]+/[^/]+",
+               "taskset": r"(.+/)?taskset/[^/]+/[^/]+", "pareto": r"(.+/)?pareto/[^/]+/[^/]+",
+               "study": r"(.+/)?studies/[^/]+"}
+# every config part name a family's plan writes (a run's, then the other families')
+CONFIG_PARTS = (*PARTS, "multi", "step1", "dataflow", "pareto", "taskset", "study")
+FAMILY_PLAN = {"multi": multi_plan, "dataflow": dataflow_plan, "taskset": taskset_plan, "pareto": pareto_plan,
+               "study": study_plan}
+
+
+def plan_of(directory):
+    """The plan of a planned directory of any target family (a pipeline run or a study's point by default): the
+    config parts and the resolved config that rules ``configure`` and ``resolved_config`` write there."""
+    for family, pattern in FAMILY_DIRS.items():
+        if re.fullmatch(pattern, directory):
+            return FAMILY_PLAN[family](directory)
+    return run_plan(directory)
 
 
 def study_point(run):

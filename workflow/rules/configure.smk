@@ -1,17 +1,21 @@
-# The run's resolved config, written by rules (never while the Snakefile is parsed): a part's text is the rule's
-# parameter, so Snakemake reruns it, and every rule that reads the part, when the text changes; a dry run writes
-# nothing. Every *_configure rule writes through workflow/scripts/write_text.py (a script job, not `run:`).
+# The config parts and the resolved config of every planned directory of every target family, written by rules
+# (never while the Snakefile is parsed): a part's text is the rule's parameter, so Snakemake reruns it, and every
+# rule that reads the part, when the text changes; a dry run writes nothing. Both write through
+# workflow/scripts/write_text.py (a script job, not `run:`).
 
 
 rule configure:
-    """One part of the run's config (model, platform, measure, search, compare): what the rules read."""
+    """One part of a planned directory's config (a run's model, platform, measure, search, ...; a multi case's
+    multi, step1, platform; ...): what that directory's jobs read."""
     output:
-        "{run}/config/{part}.yaml",
+        "{planned}/config/{config_part}.yaml",
     params:
-        text=lambda wc: run_plan(wc.run).parts[wc.part],
+        text=lambda wc: plan_of(wc.planned).parts[wc.config_part],
+    wildcard_constraints:
+        config_part="|".join(CONFIG_PARTS),
     localrule: True
     log:
-        "{run}/logs/configure-{part}.log",
+        "{planned}/logs/configure-{config_part}.log",
     conda:
         ENV
     script:
@@ -19,14 +23,15 @@ rule configure:
 
 
 rule resolved_config:
-    """The whole composed config of the run, for the record (versions and seed are in every Parquet row)."""
+    """The whole composed config of a planned directory, for the record (versions and seed are in every Parquet
+    row)."""
     output:
-        "{run}/config.yaml",
+        "{planned}/config.yaml",
     params:
-        text=lambda wc: run_plan(wc.run).resolved,
+        text=lambda wc: plan_of(wc.planned).resolved,
     localrule: True
     log:
-        "{run}/logs/resolved-config.log",
+        "{planned}/logs/resolved-config.log",
     conda:
         ENV
     script:

@@ -3,38 +3,8 @@
 # deploy (the periodic simulation of each co-mapping) -> report.
 # `snakemake --cores 2 dataflow --config overrides='[dataflow=ch5-motivational]'` (results/dataflow/<case>/<platform>/).
 wildcard_constraints:
-    ddir=r"(.+/)?dataflow/[^/]+/[^/]+",
-    dpart="dataflow|step1|platform",
+    ddir=FAMILY_DIRS["dataflow"],
     djob=r"[0-9.]+-[a-z-]+-s[0-9]+",
-
-
-rule dataflow_configure:
-    """One config part of a dataflow case (dataflow, step1, platform): what the jobs read."""
-    output:
-        "{ddir}/config/{dpart}.yaml",
-    params:
-        text=lambda wc: dataflow_plan(wc.ddir).parts[wc.dpart],
-    localrule: True
-    log:
-        "{ddir}/logs/configure-{dpart}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
-
-
-rule dataflow_resolved_config:
-    output:
-        "{ddir}/config.yaml",
-    params:
-        text=lambda wc: dataflow_plan(wc.ddir).resolved,
-    localrule: True
-    log:
-        "{ddir}/logs/resolved-config.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
 
 
 rule dataflow_pareto:

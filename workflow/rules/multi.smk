@@ -3,39 +3,9 @@
 # `snakemake --cores 2 multi --config overrides='[multi=ch4-alpha]'` (results/multi/<case>/<platform>/).
 # Each job reads only its config parts, so changing the GA sizes reruns combine and what follows, not step 1.
 wildcard_constraints:
-    mdir=r"(.+/)?multi/[^/]+/[^/]+",
-    mpart="multi|step1|platform",
+    mdir=FAMILY_DIRS["multi"],
     fsm=r"[A-Za-z0-9_]+",
     mmethod=r"BS|GB|PR-GB|LC|SOTA|PR",
-
-
-rule multi_configure:
-    """One config part of a multi case (multi, step1, platform): what the jobs read."""
-    output:
-        "{mdir}/config/{mpart}.yaml",
-    params:
-        text=lambda wc: multi_plan(wc.mdir).parts[wc.mpart],
-    localrule: True
-    log:
-        "{mdir}/logs/configure-{mpart}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
-
-
-rule multi_resolved_config:
-    output:
-        "{mdir}/config.yaml",
-    params:
-        text=lambda wc: multi_plan(wc.mdir).resolved,
-    localrule: True
-    log:
-        "{mdir}/logs/resolved-config.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
 
 
 rule multi_pareto:

@@ -2,37 +2,7 @@
 # x CPU-cluster and GPU clocks on a clocked board, against TensorRT over every clock pair, both re-measured.
 # `snakemake --cores 2 pareto --config overrides='[platform=tx2-sim,benchmark=vgg19]'` (results/pareto/<platform>/<net>/).
 wildcard_constraints:
-    pdir=r"(.+/)?pareto/[^/]+/[^/]+",
-    ppart="pareto|platform",
-
-
-rule pareto_configure:
-    """One config part of a pareto run (its settings, the platform): what the search job reads."""
-    output:
-        "{pdir}/config/{ppart}.yaml",
-    params:
-        text=lambda wc: pareto_plan(wc.pdir).parts[wc.ppart],
-    localrule: True
-    log:
-        "{pdir}/logs/configure-{ppart}.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
-
-
-rule pareto_resolved_config:
-    output:
-        "{pdir}/config.yaml",
-    params:
-        text=lambda wc: pareto_plan(wc.pdir).resolved,
-    localrule: True
-    log:
-        "{pdir}/logs/resolved-config.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
+    pdir=FAMILY_DIRS["pareto"],
 
 
 rule pareto_search:

@@ -4,22 +4,7 @@
 # `snakemake --cores 2 study --config overrides='[study=xavier-36]'`; on a SLURM cluster add
 # `--workflow-profile profiles/slurm` (README, "Studies and clusters").
 wildcard_constraints:
-    sdir=r"(.+/)?studies/[^/]+",
-
-
-rule study_configure:
-    """The study's settings and the run directory of each point: what the merge reads."""
-    output:
-        "{sdir}/config/study.yaml",
-    params:
-        text=lambda wc: study_plan(wc.sdir).part,
-    localrule: True
-    log:
-        "{sdir}/logs/configure.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
+    sdir=FAMILY_DIRS["study"],
 
 
 rule study_merge:

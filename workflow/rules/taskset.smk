@@ -3,37 +3,8 @@
 # `snakemake --cores 2 taskset` (results/taskset/<table>/<units>/); e.g. --config overrides='[taskset.sets=200]';
 # variants measured by the evaluator first: --config overrides='[taskset=zoo-xavier]'.
 wildcard_constraints:
-    tdir=r"(.+/)?taskset/[^/]+/[^/]+",
+    tdir=FAMILY_DIRS["taskset"],
     scenario=r"[A-Za-z0-9_-]+",
-
-
-rule taskset_configure:
-    """The variant table, the campaign settings and the seed: what every campaign job reads."""
-    output:
-        "{tdir}/config/taskset.yaml",
-    params:
-        text=lambda wc: taskset_plan(wc.tdir).part,
-    localrule: True
-    log:
-        "{tdir}/logs/configure.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
-
-
-rule taskset_resolved_config:
-    output:
-        "{tdir}/config.yaml",
-    params:
-        text=lambda wc: taskset_plan(wc.tdir).resolved,
-    localrule: True
-    log:
-        "{tdir}/logs/resolved-config.log",
-    conda:
-        ENV
-    script:
-        "../scripts/write_text.py"
 
 
 rule taskset_variants:

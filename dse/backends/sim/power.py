@@ -15,6 +15,7 @@ from typing import Mapping
 
 from dse.backends.sim.tasktime import clock_mhz, freq_span
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 from dse.platform import Platform
 
 RAILS = ("VDD_GPU", "VDD_CPU", "VDD_CV", "VDD_SOC_REST")
@@ -51,9 +52,7 @@ def rails_of(platform: Platform) -> dict[str, Rail]:
         where = f"platform {platform.name} power.rails.{name}"
         if name not in RAILS:
             raise choices_error(f"rail in platform {platform.name} power.rails", name, RAILS)
-        unknown = sorted(set(d or {}) - set(RAIL_KEYS))
-        if unknown:
-            raise choices_error(f"key of {where}", unknown[0], RAIL_KEYS)
+        check_keys(d or {}, RAIL_KEYS, f"key of {where}")
         hi = float(d.get("idle_max_w", d.get("idle_w", 0.0)))
         lo = float(d.get("idle_min_w", hi)) if RAIL_CLOCK[name] else hi
         gamma = float(d.get("gamma", 1.0))

@@ -21,6 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 from dse.platform import Platform
 from dse.platform.modes import ClockSetting
 from dse.rt.model import KINDS
@@ -45,9 +46,7 @@ class TailModel:
     def of(cls, platform: Platform) -> "TailModel":
         """The platform's ``tasks`` section; without one, the DES' ``noise.task_sigma`` and no tail."""
         d = _section(platform, "tasks")
-        unknown = sorted(set(d) - set(TASK_KEYS))
-        if unknown:
-            raise choices_error(f"key of platform {platform.name} tasks", unknown[0], TASK_KEYS)
+        check_keys(d, TASK_KEYS, f"key of platform {platform.name} tasks")
         return cls(sigma=float(d.get("sigma", platform.task_sigma)), tail_p=float(d.get("tail_p", 0.0)),
                    tail_us=float(d.get("tail_us", 0.0)), cap_sigmas=float(d.get("cap_sigmas", 4.0)))
 
@@ -71,9 +70,7 @@ class TailModel:
 def memory_bound(platform: Platform) -> dict[str, float]:
     """phi per kind (gpu, dla, cpu) from ``dvfs.memory_bound`` (0 = pure 1/f)."""
     d = _section(platform, "dvfs")
-    unknown = sorted(set(d) - {"memory_bound"})
-    if unknown:
-        raise choices_error(f"key of platform {platform.name} dvfs", unknown[0], ("memory_bound",))
+    check_keys(d, ("memory_bound",), f"key of platform {platform.name} dvfs")
     mb = {str(k).lower(): float(v) for k, v in (d.get("memory_bound") or {}).items()}
     for k, v in mb.items():
         if k not in KINDS:

@@ -16,10 +16,10 @@ def _case(ddir):
     from dse.systems.dataflow.settings import DataflowSettings
     from dse.platform import load_platform
 
-    d = read_part(ddir, "dataflow", "dataflow_configure")
+    d = read_part(ddir, "dataflow")
     seed = int(d.pop("seed", 0))
     graphs = d.pop(GRAPHS_KEY, None) or {}
-    platform = read_part(ddir, "platform", "dataflow_configure")
+    platform = read_part(ddir, "platform")
     p = load_platform(platform)
     return DataflowSettings.resolve(d, p), platform, p, seed, graphs
 

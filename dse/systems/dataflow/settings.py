@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 from dse.systems.multi.settings import WCET_RULES, _num, check_pareto_choices
 
 METHODS = ("heuristic-ga", "entire-ga", "baseline")
@@ -68,18 +69,14 @@ class DataflowSettings:
         from dse.core.configuration import PRECISIONS
 
         d = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
-        for k in d:
-            if k not in KEYS:
-                raise choices_error("dataflow setting", k, KEYS)
+        check_keys(d, KEYS, "dataflow setting")
         missing = [k for k in ("name", "groups", "priorities", "fps") if not d.get(k)]
         if missing:
             raise DseError(f"dataflow config {d.get('name', '?')!r} needs {', '.join(missing)}")
         subs = {}
         for key, valid in SUB_KEYS.items():
             sub = dict(d.get(key) or {})
-            for k in sub:
-                if k not in valid:
-                    raise choices_error(f"dataflow.{key} setting", k, valid)
+            check_keys(sub, valid, f"dataflow.{key} setting")
             subs[key] = sub
         nets = {str(a): str(b) for a, b in dict(d.get("networks") or {}).items()}
         if benchmarks is not None:
@@ -91,9 +88,7 @@ class DataflowSettings:
         specs, used = {}, []
         for g, spec in dict(d["groups"]).items():
             spec = dict(spec or {})
-            for k in spec:
-                if k not in GROUP_KEYS:
-                    raise choices_error(f"key of dataflow group {g}", k, GROUP_KEYS)
+            check_keys(spec, GROUP_KEYS, f"key of dataflow group {g}")
             gl, dl = [str(x) for x in spec.get("graphs") or []], [str(x) for x in spec.get("dl") or []]
             if not gl and not dl:
                 raise DseError(f"dataflow group {g} has neither graphs nor DL apps")
@@ -123,9 +118,7 @@ class DataflowSettings:
         rnd = d.get("random_graphs")
         if rnd is not None:
             rnd = dict(rnd)
-            for k in rnd:
-                if k not in RANDOM_KEYS:
-                    raise choices_error("dataflow.random_graphs setting", k, RANDOM_KEYS)
+            check_keys(rnd, RANDOM_KEYS, "dataflow.random_graphs setting")
             if _num(rnd.get("count", 0), "dataflow.random_graphs.count", integer=True) < 1:
                 raise DseError(f"dataflow.random_graphs.count must be >= 1, got {rnd.get('count')!r}")
             for k in ("cpu_us", "gpu_us"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from dse.core.errors import DseError, choices_error
+from dse.core.validate import check_keys
 
 
 METHODS = ("ga", "ilp")
@@ -31,9 +32,7 @@ def cap_label(cap: float) -> str:
 
 def _sub(d: dict, key: str) -> dict:
     node = dict(d.get(key) or {})
-    for k in node:
-        if k not in SUB_KEYS[key]:
-            raise choices_error(f"layermap.{key} setting", k, SUB_KEYS[key])
+    check_keys(node, SUB_KEYS[key], f"layermap.{key} setting")
     return node
 
 
@@ -62,9 +61,7 @@ class LayermapSettings:
         from dse.taskgraph.mapping import CpuConfig
 
         d = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
-        for k in d:
-            if k not in SETTING_KEYS:
-                raise choices_error("layermap setting", k, SETTING_KEYS)
+        check_keys(d, SETTING_KEYS, "layermap setting")
         n = platform.mapping_cores()
         valid = ["-".join(map(str, c)) for c in platform.cpu_configs()]
         cpus = d.get("cpu_configs", "auto")

@@ -19,9 +19,9 @@ def load_settings(mdir):
     from dse.systems.multi.settings import MultiSettings
     from dse.platform import load_platform
 
-    d = read_part(mdir, "multi", "multi_configure")
+    d = read_part(mdir, "multi")
     seed = int(d.pop("seed", 0))
-    platform = read_part(mdir, "platform", "multi_configure")
+    platform = read_part(mdir, "platform")
     return MultiSettings.resolve(d, load_platform(platform)), platform, seed
 
 
@@ -46,8 +46,8 @@ class Step1Settings:
 def load_step1(mdir):
     from dse.platform import load_platform
 
-    d = read_part(mdir, "step1", "multi_configure")
-    platform = read_part(mdir, "platform", "multi_configure")
+    d = read_part(mdir, "step1")
+    platform = read_part(mdir, "platform")
     load_platform(platform)
     return Step1Settings(**d), platform
 

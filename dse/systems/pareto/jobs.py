@@ -101,9 +101,9 @@ def run(pdir) -> dict:
     from dse.zoo.registry import build_network
 
     pdir = Path(pdir)
-    raw = read_part(pdir, "pareto", "pareto_configure")
+    raw = read_part(pdir, "pareto")
     s = check_settings({k: v for k, v in raw.items() if k in SETTING_KEYS})
-    platform_part = read_part(pdir, "platform", "pareto_configure")
+    platform_part = read_part(pdir, "platform")
     platform = load_platform(platform_part)
     seed = int(s["seed"])
     say(f"pareto: analysing {raw['benchmark']} at {raw['input_size']}")

@@ -8,7 +8,8 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from dse.core.errors import DseError, choices_error
+from dse.core.errors import DseError
+from dse.core.validate import check_keys
 
 # grid key -> the override of one point's value ("{v}" replaced)
 GRID_KEYS = {"benchmarks": "benchmark={v}", "precisions": "precision={v}", "input_sizes": "benchmark.input_size={v}",
@@ -48,9 +49,8 @@ class StudySettings:
         grid = raw.get("grid") or {}
         if not isinstance(grid, dict) or not grid:
             raise DseError(f"study {name}: the grid is empty; name at least one of {', '.join(GRID_KEYS)}")
+        check_keys(grid, GRID_KEYS, f"grid key in study {name}:")
         for key, values in grid.items():
-            if key not in GRID_KEYS:
-                raise choices_error(f"grid key in study {name}:", key, GRID_KEYS)
             if not isinstance(values, (list, tuple)) or not values:
                 raise DseError(f"study {name}: grid key {key} must be a non-empty list, got {values!r}")
             if len(set(map(str, values))) != len(values):

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from dse.core.validate import bounded_int
 from dse.systems.taskset.errors import TasksetError
 from dse.systems.taskset.generate import generate_set, set_rng
 from dse.systems.taskset.schedule import Schedule, Scheduler
@@ -32,8 +33,6 @@ class CampaignSettings:
     time_limit_s: float = 20.0
 
     def __post_init__(self):
-        from dse.config import bounded_int
-
         bounded_int(self.sets, "sets", 1, 10**7)
         bounded_int(self.seed, "seed", 0, 2**32 - 1)
         bad = [t for t in self.thresholds if isinstance(t, bool) or not (isinstance(t, (int, float)) and t > 0)]

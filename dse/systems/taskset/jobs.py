@@ -25,7 +25,7 @@ from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_a
 
 @dataclass(frozen=True)
 class TasksetPlan:
-    part: str                     # config/taskset.yaml
+    parts: dict[str, str]         # config/taskset.yaml
     resolved: str                 # config.yaml
     scenarios: tuple[str, ...]
     measured: bool = False        # the times come from the variants job
@@ -77,7 +77,7 @@ def plan_taskset(snakemake_config: dict) -> dict[str, TasksetPlan]:
 
     tdir, node, resolved = compose(snakemake_config.get("overrides"))
     scenarios = tuple(node.get("run_scenarios") or [node["scenario"]])
-    return {tdir: TasksetPlan(OmegaConf.to_yaml(OmegaConf.create(node)), resolved, scenarios,
+    return {tdir: TasksetPlan({"taskset": OmegaConf.to_yaml(OmegaConf.create(node))}, resolved, scenarios,
                               node.get("measure") is not None)}
 
 
@@ -96,7 +96,7 @@ def _measured(tdir: str, node: dict) -> dict | None:
 def _load(tdir: str, scenario: str):
     from dse.systems.taskset.campaign import from_config
 
-    node = read_part(tdir, "taskset", "taskset_configure")
+    node = read_part(tdir, "taskset")
     seed = int(node.pop("seed", 0))
     return from_config(node, scenario, seed, _measured(tdir, node))
 
@@ -109,7 +109,7 @@ def measure(tdir: str, progress=None) -> pd.DataFrame:
     from dse.systems.taskset.measured import MeasureSpec, measure_variants
     from dse.systems.taskset.variants import VariantTable
 
-    node = read_part(tdir, "taskset", "taskset_configure")
+    node = read_part(tdir, "taskset")
     if node.get("measure") is None:
         raise DseError(f"the taskset table under {tdir} has its own variants; nothing to measure")
     spec = MeasureSpec.from_dict(node["measure"])
@@ -164,13 +164,13 @@ def report(tdir: str) -> str:
     from dse.systems.taskset.report import plot_success, tables_markdown, variants_markdown
 
     files = (Path(tdir) / "campaign").glob("*.parquet")
-    order = read_part(tdir, "taskset", "taskset_configure").get("run_scenarios") or []           # the config's order, then the rest by name
+    order = read_part(tdir, "taskset").get("run_scenarios") or []           # the config's order, then the rest by name
     files = sorted(files, key=lambda f: (order.index(f.stem) if f.stem in order else len(order), f.stem))
     if not files:
         raise DseError(f"no campaign results under {tdir}/campaign: run `snakemake --cores 2 taskset` first")
     summary = pd.concat([summarize(pd.read_parquet(f)) for f in files], ignore_index=True)
     parts = [f"# Task-set schedulability ({Path(tdir).parent.name}, {Path(tdir).name} unit model)", ""]
-    if (Path(tdir) / "variants.parquet").exists() and read_part(tdir, "taskset", "taskset_configure").get("measure") is not None:
+    if (Path(tdir) / "variants.parquet").exists() and read_part(tdir, "taskset").get("measure") is not None:
         parts.append(variants_markdown(pd.read_parquet(Path(tdir) / "variants.parquet")))
     for f in files:
         scenario = f.stem

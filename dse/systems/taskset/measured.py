@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from dse.core.validate import bounded_int
 from dse.systems.taskset.errors import TasksetError
 from dse.systems.taskset.variants import OPTIONS
 
@@ -66,7 +67,7 @@ class MeasureSpec:
 
     def check(self) -> None:
         """Every value named with its valid choices; the platform and the networks must exist."""
-        from dse.config import bounded_int, config_dir
+        from dse.config import config_dir
         from dse.platform import load_platform
 
         if not self.networks:

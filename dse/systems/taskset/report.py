@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dse.report.tables import markdown_table
+
 
 def pivot(summary: pd.DataFrame, scenario: str, value: str) -> pd.DataFrame:
     """threshold x configuration (the scenario's column order) of ``value``."""
@@ -17,13 +19,14 @@ def pivot(summary: pd.DataFrame, scenario: str, value: str) -> pd.DataFrame:
 def tables_markdown(summary: pd.DataFrame, scenario: str, label: str = "") -> str:
     """Two markdown tables for one scenario: success ratio (%) and mean instances per schedulable set."""
     ratio, count = pivot(summary, scenario, "success"), pivot(summary, scenario, "mean_instances")
-    head = "| threshold | " + " | ".join(ratio.columns) + " |\n|---|" + "---|" * len(ratio.columns) + "\n"
-    lines = [f"### {scenario}{f' ({label})' if label else ''}: schedulable sets (%)", "", head.rstrip("\n")]
-    lines += [f"| {t:.1f} | " + " | ".join(f"{100 * v:.1f}" for v in row) + " |" for t, row in ratio.iterrows()]
-    lines += ["", f"### {scenario}: mean instances per schedulable set (x = none schedulable)", "",
-              head.rstrip("\n")]
-    lines += [f"| {t:.1f} | " + " | ".join("x" if pd.isna(v) else f"{v:.2f}" for v in row) + " |"
-              for t, row in count.iterrows()]
+    cols = ["threshold", *ratio.columns]
+    lines = [f"### {scenario}{f' ({label})' if label else ''}: schedulable sets (%)", ""]
+    lines += markdown_table([{"threshold": t, **(100 * row).to_dict()} for t, row in ratio.iterrows()], cols,
+                            formats=dict.fromkeys(cols, "{:.1f}"), compact=True).splitlines()
+    lines += ["", f"### {scenario}: mean instances per schedulable set (x = none schedulable)", ""]
+    lines += markdown_table([{"threshold": t, **row.to_dict()} for t, row in count.iterrows()], cols,
+                            formats={**dict.fromkeys(cols, "{:.2f}"), "threshold": "{:.1f}"}, missing="x",
+                            compact=True).splitlines()
     undecided = int(summary[summary.scenario == scenario].undecided.sum())
     if undecided:
         lines += ["", f"{undecided} set x configuration answers undecided (ILP time limit): counted as not "
@@ -58,11 +61,10 @@ def variants_markdown(rows: pd.DataFrame) -> str:
     """The measured variant table (``dse.systems.taskset.measured``): ms per network x option, "x" where dropped (over
     the frame), like the seed's Table 4."""
     options = list(dict.fromkeys(rows.option))
-    lines = ["### Measured variants (ms; x = over the frame, not a variant)", "",
-             "| task type | " + " | ".join(options) + " |", "|---|" + "---|" * len(options)]
-    for network, sub in rows.groupby("type", sort=False):
-        cell = {r.option: (f"{r.ms:.2f}" if r.kept else "x") for r in sub.itertuples()}
-        lines.append(f"| {network} | " + " | ".join(cell.get(o, "-") for o in options) + " |")
+    cells = [{"task type": network, **{r.option: (f"{r.ms:.2f}" if r.kept else "x") for r in sub.itertuples()}}
+             for network, sub in rows.groupby("type", sort=False)]
+    lines = ["### Measured variants (ms; x = over the frame, not a variant)", ""]
+    lines += markdown_table(cells, ["task type", *options], missing="-", compact=True).splitlines()
     sources = ", ".join(f"{o}: {s}" for o, s in rows.groupby("option", sort=False).source.first().items())
     return "\n".join(lines + ["", f"Sources: {sources}.", ""])
 

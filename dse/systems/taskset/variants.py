@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dse.core.validate import positive_float
 from dse.systems.taskset.errors import TasksetError
 
 # 2/4/6 CPU cores, CUDA ("regular") cores on 4/8 SMs, Tensor cores on 4/8 SMs, one NVDLA, both NVDLAs as a block
@@ -64,7 +65,7 @@ class VariantTable:
             raise TasksetError(f"variant table {name}: time unit {unit!r} missing or unknown; valid choices: "
                                f"{', '.join(TIME_UNITS)}")
         scale = TIME_UNITS[unit]
-        frame = _positive(d.get("frame"), f"variant table {name}: frame") * scale
+        frame = positive_float(d.get("frame"), f"variant table {name}: frame", TasksetError) * scale
         variants = d.get("variants") or {}
         if measured_later and not variants:
             scenarios = {str(k): _scenario(str(k), v or {}) for k, v in (d.get("scenarios") or {}).items()}
@@ -92,23 +93,14 @@ class VariantTable:
         return cls(name, frame, types, lo, hi, scenarios)
 
 
-def _positive(value, what: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TasksetError(f"{what} must be a number > 0, got {value!r}") from None
-    if not np.isfinite(v) or v <= 0:
-        raise TasksetError(f"{what} must be > 0, got {value!r}")
-    return v
-
-
 def _range(cell, what: str) -> tuple[float, float]:
     """[U_min, U_max], or one number for an exact time."""
     if isinstance(cell, (int, float)):
-        v = _positive(cell, what)
+        v = positive_float(cell, what, TasksetError)
         return v, v
     if isinstance(cell, (list, tuple)) and len(cell) == 2:
-        return _positive(cell[0], f"{what} U_min"), _positive(cell[1], f"{what} U_max")
+        return (positive_float(cell[0], f"{what} U_min", TasksetError),
+                positive_float(cell[1], f"{what} U_max", TasksetError))
     raise TasksetError(f"{what}: expected [U_min, U_max] or one number, got {cell!r}")
 
 

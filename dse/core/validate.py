@@ -1,0 +1,36 @@
+"""The checks every settings parser shares, so an unknown key or a bad number reads the same wherever it is refused."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from dse.core.errors import DseError, choices_error
+
+
+def check_keys(mapping: Mapping, valid: Iterable, what: str) -> None:
+    """Refuse a key ``valid`` does not list: a misspelt key would otherwise leave its value at the default and the
+    settings silently different from what their author wrote. Keys compare as text (YAML may read a key as a
+    number); of several unknown keys the first in sorted order is named, so the error does not depend on the
+    mapping's order."""
+    valid = [str(v) for v in valid]
+    unknown = sorted({str(k) for k in mapping} - set(valid))
+    if unknown:
+        raise choices_error(what, unknown[0], valid)
+
+
+def bounded_int(value, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int in lo..hi, or a DseError naming the key, the range and the value (a bool is no count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise DseError(f"{name} must be an integer in {lo:,}..{hi:,}, got {value!r}")
+    return value
+
+
+def positive_float(value, what: str, error: type[DseError] = DseError) -> float:
+    """``value`` as a finite float > 0, or ``error`` naming it (a package passes its own DseError subclass)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise error(f"{what} must be a number > 0, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise error(f"{what} must be > 0, got {value!r}")
+    return v
