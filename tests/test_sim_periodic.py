@@ -82,7 +82,7 @@ def test_cpu_fixed_priority_preemption(xavier):
     res = run(xavier, [lo, hi], {("lo", 0): "CPU0", ("hi", 0): "CPU0"}, trace=True)
     assert res.response_us["hi"] == [pytest.approx(1000.0)]
     assert res.response_us["lo"] == [pytest.approx(3000.0)]            # preempted for 1000 us
-    lo_runs = [(s, e) for s, e, pe, a, *_ in res.trace if a == "lo"]
+    lo_runs = [(s.start, s.end) for s in res.trace if s.label == "lo"]
     assert lo_runs == [(0.0, 300.0), (1300.0, 3000.0)]
     same = run(xavier, [lo, app("hi", [("cpu", [1000.0])], priority=1, offset=300.0)],
                {("lo", 0): "CPU0", ("hi", 0): "CPU0"})
@@ -95,7 +95,7 @@ def test_gpu_kernels_interleave_fifo(xavier):
     a = app("a", [("gpu", [100.0, 100.0, 100.0])])
     b = app("b", [("gpu", [100.0, 100.0, 100.0])], priority=1)
     res = run(xavier, [a, b], {("a", 0): "GPU", ("b", 0): "GPU"}, trace=True)
-    gpu = [(s, name, task) for s, e, pe, name, job, task in res.trace if pe == "GPU"]
+    gpu = [(s.start, s.label, s.task) for s in res.trace if s.lane == "GPU"]
     assert [(n, k) for _, n, k in gpu] == [("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
     assert res.response_us == {"a": [pytest.approx(500.0)], "b": [pytest.approx(600.0)]}
     # a late stage waits only for the kernel that runs (non-preemptive), then alternates
@@ -160,7 +160,7 @@ def test_seeded(xavier):
     assert r1.response_us == r2.response_us and r1.board_energy_j == r2.board_energy_j
     assert r1.response_us != r3.response_us
     ph = run(xavier, apps, pl, duration=300_000.0, random_phase=True, seed=4, trace=True)
-    assert min(s for s, *_ in ph.trace) > 0.0
+    assert min(s.start for s in ph.trace) > 0.0
 
 
 def test_placement_is_checked(xavier):
@@ -270,7 +270,7 @@ def test_fork_join_branches_run_concurrently(xavier):
     assert res.response_us["g"] == [pytest.approx(300.0 + 700.0 + 200.0)]      # the longest path
     assert res.response_us["g"][0] < sum(sum(b) for _, b in st)
     assert res.work_us["g"] == [pytest.approx(1700.0)]
-    spans = {task: (s, e) for s, e, pe, name, job, task in res.trace}           # flat task index per segment
+    spans = {s.task: (s.start, s.end) for s in res.trace}                       # flat task index per segment
     assert spans[5] == pytest.approx((300.0, 800.0))                            # the CPU branch, beside ...
     assert spans[1][0] == pytest.approx(300.0) and spans[4][1] == pytest.approx(1000.0)   # ... the GPU kernels
     assert spans[6] == pytest.approx((1000.0, 1200.0))
@@ -285,7 +285,7 @@ def test_join_waits_for_its_slowest_predecessor(xavier):
     for cpu_branch, longest in ((900.0, 900.0), (400.0, 700.0)):
         st = [("cpu", [300.0]), ("gpu", [100.0, 200.0, 150.0, 250.0]), ("cpu", [cpu_branch]), ("cpu", [200.0])]
         res = run(xavier, [dag("g", st, FORK_JOIN)], pes, trace=True)
-        join = [s for s, e, pe, name, job, task in res.trace if task == 6]
+        join = [s.start for s in res.trace if s.task == 6]
         assert join == [pytest.approx(300.0 + longest)]
         assert res.response_us["g"] == [pytest.approx(300.0 + longest + 200.0)]
     # a three-way join: the source's successors end at 300+100, 300+800 and 300+450
@@ -298,7 +298,7 @@ def test_join_waits_for_its_slowest_predecessor(xavier):
 def test_parallel_branches_of_one_job_share_a_pe(xavier):
     two_gpu = [("cpu", [100.0]), ("gpu", [100.0] * 3), ("gpu", [100.0] * 3), ("cpu", [100.0])]
     res = run(xavier, [dag("g", two_gpu, FORK_JOIN)], place("g", ["CPU0", "GPU", "GPU", "CPU0"]), trace=True)
-    assert [task for s, e, pe, name, job, task in res.trace if pe == "GPU"] == [1, 4, 2, 5, 3, 6]   # FIFO kernels
+    assert [s.task for s in res.trace if s.lane == "GPU"] == [1, 4, 2, 5, 3, 6]   # FIFO kernels
     assert res.response_us["g"] == [pytest.approx(800.0)]
     two_cpu = [("cpu", [100.0]), ("cpu", [300.0]), ("cpu", [200.0]), ("cpu", [100.0])]
     res = run(xavier, [dag("g", two_cpu, FORK_JOIN)], place("g", ["CPU0", "CPU1", "CPU1", "CPU0"]))

@@ -6,8 +6,8 @@ from dse.taskgraph.graph import TaskGraph, build_task_graph
 from dse.taskgraph.mapping import CpuConfig, LayerMapping, Pe, PeSet, validate
 from dse.taskgraph.model import AnalyticModel, Evaluation, Incremental, LinearComm
 from dse.taskgraph.profile import ProfileTable, freq_correct, npu_from_cpu
-from dse.taskgraph.simulate import SimResult, simulate
+from dse.taskgraph.simulate import TaskGraphRun, simulate
 
 __all__ = ["LayerMapError", "TaskGraph", "build_task_graph", "ProfileTable", "freq_correct", "npu_from_cpu",
            "CpuConfig", "Pe", "PeSet", "LayerMapping", "validate", "AnalyticModel", "Evaluation", "Incremental",
-           "LinearComm", "SimResult", "simulate"]
+           "LinearComm", "TaskGraphRun", "simulate"]

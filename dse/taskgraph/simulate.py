@@ -5,26 +5,28 @@ K frames enter at once. Task (k, i) becomes runnable when every predecessor of f
 occupancy includes the charged transfers, as in ``AnalyticModel``) and, when i has consumers on other PEs,
 frame k-B of i has been consumed by all of them (B buffers per cross-PE tensor, double buffering by default,
 002 L350, 004 L111). Each PE runs one task at a time and picks the runnable one with the smallest
-(frame, task index). Throughput (002 Eq. 9) over frames w..K: period = (finish_K - finish_w) / (K - w).
+(frame, task index): a non-preemptive ``dse.des.PriorityServer`` keyed by (frame, task), served once every
+task finishing at an instant has offered its successors. Throughput (002 Eq. 9) over frames w..K:
+period = (finish_K - finish_w) / (K - w).
 """
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dse.des import EventQueue, PriorityServer, Span
 from dse.taskgraph.errors import LayerMapError
 from dse.taskgraph.model import AnalyticModel
 
 
 @dataclass
-class SimResult:
+class TaskGraphRun:
     period_us: float
     frame_start: np.ndarray      # [K] start of each frame's first task
     frame_finish: np.ndarray     # [K] end of each frame's last task
     warmup: int
-    trace: list = field(default_factory=list)   # (PE name, frame, start_us, end_us, task name): dse.report.gantt
+    trace: list[Span] = field(default_factory=list)   # lane: the PE, label: the task's name
 
     @property
     def fps(self) -> float:
@@ -36,7 +38,7 @@ class SimResult:
 
 
 def simulate(model: AnalyticModel, m, frames: int = 128, warmup: int | None = None, buffers: int = 2,
-             trace: bool = False) -> SimResult:
+             trace: bool = False) -> TaskGraphRun:
     """Simulate ``frames`` frames of mapping ``m``; ``warmup`` frames (default K/4) are left out of the period."""
     m = model.check_maps(m)
     if m.ndim != 1:
@@ -60,11 +62,11 @@ def simulate(model: AnalyticModel, m, frames: int = 128, warmup: int | None = No
     queued = np.zeros((K, n), dtype=bool)
     start = np.full((K, n), np.nan)
     finish = np.full((K, n), np.nan)
-    ready: list[list[tuple[int, int]]] = [[] for _ in range(P)]
-    busy = [False] * P
-    events: list[tuple[float, int, int, int, int]] = []
-    out_trace: list = []
-    seq = 0
+    servers = [PriorityServer() for _ in range(P)]
+    server_of = [servers[p] for p in m.tolist()]     # task -> its PE's server
+    events = EventQueue()
+    push = events.push
+    out_trace: list[Span] = []
 
     def offer(k: int, i: int) -> None:
         if queued[k, i] or remaining[k, i] > 0:
@@ -72,29 +74,29 @@ def simulate(model: AnalyticModel, m, frames: int = 128, warmup: int | None = No
         if n_cross[i] and k >= B and consumed[k - B, i] < n_cross[i]:
             return
         queued[k, i] = True
-        heapq.heappush(ready[m[i]], (k, i))
+        server_of[i].wait((k, i), (k, i))
 
     def dispatch(t: float) -> None:
-        nonlocal seq
-        for p in range(P):
-            if not busy[p] and ready[p]:
-                k, i = heapq.heappop(ready[p])
-                busy[p] = True
+        for p, server in enumerate(servers):
+            if server.current is not None:     # busy: spares the call, this loop runs at every instant
+                continue
+            job = server.start_next()
+            if job is not None:
+                k, i = job
                 start[k, i] = t
-                seq += 1
-                heapq.heappush(events, (t + occ[i], seq, p, k, i))
+                push(t + occ[i], p, job)
                 if trace:
-                    out_trace.append((model.pes[p].name, k, t, t + occ[i], g.names[i]))
+                    out_trace.append(Span(model.pes[p].name, k, t, t + occ[i], g.names[i], i))
 
     for k in range(K):
         for i in range(n):
             offer(k, i)
     dispatch(0.0)
-    while events:
-        t = events[0][0]
-        while events and events[0][0] == t:
-            _, _, p, k, i = heapq.heappop(events)
-            busy[p] = False
+    while events.heap:
+        due = events.pop_due()
+        t = due[0][0]
+        for _, _, p, (k, i) in due:
+            servers[p].release()
             finish[k, i] = t
             for l in succs[i]:
                 remaining[k, l] -= 1
@@ -108,7 +110,7 @@ def simulate(model: AnalyticModel, m, frames: int = 128, warmup: int | None = No
         raise LayerMapError("task-graph simulation deadlocked")
     ff = finish.max(axis=1)
     period = float((ff[K - 1] - ff[w - 1]) / (K - w))
-    return SimResult(period, start.min(axis=1), ff, w, out_trace)
+    return TaskGraphRun(period, start.min(axis=1), ff, w, out_trace)
 
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["TaskGraphRun", "simulate"]

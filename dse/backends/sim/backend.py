@@ -18,7 +18,7 @@ from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSett
 from dse.platform.checks import check_cuts, check_layout, check_stages, dla_limit_reason
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.backends.sim.cost import CostModel, StageCost
-from dse.backends.sim.des import SimInput, SimResult, StageRuntime, simulate
+from dse.backends.sim.des import PipelineRun, SimInput, StageRuntime, simulate
 from dse.graph.layers import LayerTable, frame_of, layer_table
 from dse.backends.sim.noise import factor, noise_rng
 from dse.backends.sim.power import board_power_w
@@ -219,7 +219,7 @@ class SimBackend:
         return self.measure_with_trace(config, repeat=repeat)[0]
 
     def measure_with_trace(self, config: Configuration, *, trace: bool = False,
-                           repeat: int = 0) -> tuple[Measurement, SimResult | None]:
+                           repeat: int = 0) -> tuple[Measurement, PipelineRun | None]:
         t0 = time.perf_counter()
         reason = self.check(config)
         if reason:
@@ -243,7 +243,8 @@ class SimBackend:
         m.measure_s = time.perf_counter() - t0
         return m, res
 
-    def _to_measurement(self, config: Configuration, planned: Planned, res: SimResult, repeat: int = 0) -> Measurement:
+    def _to_measurement(self, config: Configuration, planned: Planned, res: PipelineRun,
+                        repeat: int = 0) -> Measurement:
         """stage_ms is each stage's time for one frame alone (like Fig. 3.12, hand-over waits apart), the rest comes
         from the DES."""
         p = self.platform

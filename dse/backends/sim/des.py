@@ -23,6 +23,11 @@ the ``warmup``-th completion to ``frames`` completions later. With ``cooldown`` 
 measured frames, so the window's end drains an emptying pipeline, faster than its steady state where two GPU
 stages share the GPU (``bench.sim_window``: PND-B +2.9 % median over 600 frames); ``cooldown`` frames admitted
 after them keep it full to the end (the platform's ``sim.full_window``).
+
+The event queue (and the ticket that orders the pre/post pool's next end beside it), the DLA cores' FIFO servers
+and the trace records are ``dse.des``'s, shared with the other simulators; the GPU's occupancy sharing and the
+pre/post processor sharing are this model's own. The loop peeks at and pops the queue's heap itself: one call less
+per event is about 2 % of ``bench.sim_speed``, and the whole shared core costs it about 2 % (paired runs, medians).
 """
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from dse.des import EventQueue, FifoServer, Span
 
 
 @dataclass
@@ -69,7 +76,7 @@ class SimInput:
 
 
 @dataclass
-class SimResult:
+class PipelineRun:
     buffers_per_s: float
     latencies_us: np.ndarray
     gpu_busy: float
@@ -80,10 +87,10 @@ class SimResult:
     pre_service_us: float
     post_service_us: float
     window_us: float
-    trace: list[tuple] = field(default_factory=list)
+    trace: list[Span] = field(default_factory=list)
 
 
-def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept in one place for speed
+def simulate(inp: SimInput) -> PipelineRun:  # noqa: C901 - one event loop, kept in one place for speed
     n_end = inp.warmup + inp.frames            # the window ends at this many completions ...
     n_total = n_end + inp.cooldown             # ... with these admitted, so the pipeline is still full then
     n_st = len(inp.stages)
@@ -97,8 +104,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     polling = inp.stage_thread_cpu * n_st      # CPU the stage threads take from pre/post once the cores are full
     trace = [] if inp.trace else None
 
-    heap: list = []
-    seq = 0
+    events = EventQueue()
+    push, heap = events.push, events.heap
     now = 0.0
     # integrals
     last_t = 0.0
@@ -115,8 +122,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     stage_q = [deque() for _ in range(n_st)]
     post_q: deque = deque()
     idle_streams = [list(range(len(s.stream_cores)))[::-1] for s in inp.stages]
-    dla_busy = [False] * inp.n_dla
-    dla_q = [deque() for _ in range(inp.n_dla)]
+    dla = [FifoServer() for _ in range(inp.n_dla)]
     gpu_jobs: dict[int, list] = {}
     gpu_occ = 0.0
     gpu_rate = 1.0
@@ -139,11 +145,6 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     pre_count = post_count = 0
     job_id = 0
 
-    def push(t, kind, payload):
-        nonlocal seq
-        seq += 1
-        heapq.heappush(heap, (t, seq, kind, payload))
-
     def cpu_slow(n):
         busy = n + polling
         return (1.0 + contention * (n - 1)) * (busy / cores if busy > cores else 1.0)
@@ -159,12 +160,11 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
         cpu_last = now
 
     def cpu_reschedule():
-        """The next pre/post end as (time, seq), kept beside the event heap: ordered as if pushed, never stale."""
-        nonlocal cpu_next, seq
+        """The next pre/post end as (time, ticket), kept beside the event heap: ordered as if pushed, never stale."""
+        nonlocal cpu_next
         cpu_next = None
         if cpu_heap:
-            seq += 1
-            cpu_next = (now + max(cpu_heap[0][0] - cpu_v, 0.0) * slow_of[len(cpu_heap)], seq)
+            cpu_next = (now + max(cpu_heap[0][0] - cpu_v, 0.0) * slow_of[len(cpu_heap)], events.ticket())
 
     def cpu_start(kind, f, work=0.0):
         """A CPU task: pre- or post-processing of frame ``f`` (kind 0, 1), or ``work`` of stage ``f``'s thread (2)."""
@@ -250,13 +250,10 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             gpu_reschedule()
         else:
             c = st.stream_cores[s]
-            if dla_busy[c]:
-                dla_q[c].append(job)
-            else:
+            if dla[c].submit(job):
                 dla_start(c, job)
 
     def dla_start(c, job):
-        dla_busy[c] = True
         job[4] = now
         res, us, occ = inp.stages[job[1]].phases_of(job[2])[job[3]]
         push(now + us * jit[job[0]][2 + job[1]], 1, (c, job))
@@ -292,7 +289,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 lane = f"GPU stage{k + 1} ctx{job[2]}"
             else:
                 lane = f"DLA{inp.stages[k].stream_cores[job[2]]} stage{k + 1} ctx{job[2]}"
-            trace.append((lane, f, job[4], now, f"stage{k + 1}"))
+            trace.append(Span(lane, f, job[4], now, f"stage{k + 1}"))
         job[3] += 1
         run_phase(job)
 
@@ -310,7 +307,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 pre_service += now - t0
                 pre_count += 1
             if trace is not None:
-                trace.append(("CPU pre", f, t0, now, "pre"))
+                trace.append(Span("CPU pre", f, t0, now, "pre"))
             stage_q[0].append(f)
             dispatch(0)
             try_pre()
@@ -323,7 +320,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 post_service += now - t0
                 post_count += 1
             if trace is not None:
-                trace.append(("CPU post", f, t0, now, "post"))
+                trace.append(Span("CPU post", f, t0, now, "post"))
             done_t[f] = now
             done += 1
             order.append(f)
@@ -351,8 +348,8 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
                 gpu_busy_i += dt
                 gpu_load_i += dt * (gpu_occ if gpu_occ < 1.0 else 1.0)
             cpu_i += dt * min(len(cpu_heap), cores)
-            for c in range(inp.n_dla):
-                if dla_busy[c]:
+            for c, core in enumerate(dla):
+                if core.current is not None:
                     dla_i[c] += dt
             last_t = t
         now = t
@@ -372,9 +369,9 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
             phase_done(payload)
         elif kind == 1:
             c, job = payload
-            dla_busy[c] = False
-            if dla_q[c]:
-                dla_start(c, dla_q[c].popleft())
+            nxt = dla[c].finish()
+            if nxt is not None:
+                dla_start(c, nxt)
             phase_done(job)
         else:
             gpu_advance()
@@ -396,7 +393,7 @@ def simulate(inp: SimInput) -> SimResult:  # noqa: C901 - one event loop, kept i
     window = max(now - t0, 1e-9)
     # frames finish out of order: throughput and latency over the frames completed after the warm-up snapshot
     lat = np.array([done_t[f] - start_t[f] for f in order[inp.warmup:n_end]])
-    return SimResult(
+    return PipelineRun(
         buffers_per_s=inp.frames / (window * 1e-6),
         latencies_us=lat,
         gpu_busy=min(1.0, (gpu_busy_i - g0) / window),

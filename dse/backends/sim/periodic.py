@@ -5,7 +5,7 @@ CPU core; a job runs its chain of tasks in order, each on the PE its stage is pl
 with ``edges``: a DAG of stages, where a stage is ready once all its predecessors completed (its own tasks still
 run in order), so parallel branches of one job run at the same time, on different PEs or queued on one; the job
 completes with its last stage. A job released while the app's previous job still runs waits for it (one frame in
-flight per app, no drop). Scheduling:
+flight per app, no drop). Scheduling, on the servers of ``dse.des``:
 
 - a CPU core: preemptive fixed priority (lower number wins; equal priorities FIFO, no preemption);
 - a DLA core: FIFO, one task at a time, non-preemptive;
@@ -23,7 +23,6 @@ times the duration.
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections import deque
@@ -35,6 +34,7 @@ import numpy as np
 from dse.backends.sim.power import rail_power_w
 from dse.backends.sim.tasktime import KINDS, TailModel, dvfs_scale
 from dse.core.errors import DseError
+from dse.des import EventQueue, FifoServer, PriorityServer, Span
 from dse.platform import Platform, load_platform
 from dse.rt.model import Placement, check_edges, kind_of, preds_of
 
@@ -110,7 +110,7 @@ class PeriodicResult:
     rail_w: dict[str, float]                # average power per rail
     rail_j: dict[str, float]
     board_energy_j: float
-    trace: list[tuple] = field(default_factory=list)   # (start, end, pe, app, job, task) per run segment
+    trace: list[Span] = field(default_factory=list)    # per run segment: lane the PE, label the app, frame the job
 
     @property
     def max_response_us(self) -> dict[str, float]:
@@ -129,11 +129,11 @@ class _Run:
     """A task (flat index ``task`` within its app) on a PE: the remaining work (us at rate 1) and when its
     current run segment began."""
 
-    __slots__ = ("job", "task", "pe", "work", "remaining", "rate", "t_last", "seg_start", "version", "key")
+    __slots__ = ("job", "task", "pe", "work", "remaining", "rate", "t_last", "seg_start", "version")
 
-    def __init__(self, job, task: int, pe: str, work: float, key: tuple):
+    def __init__(self, job, task: int, pe: str, work: float):
         self.job, self.task, self.pe, self.work, self.remaining = job, task, pe, work, work
-        self.rate, self.t_last, self.seg_start, self.version, self.key = None, 0.0, 0.0, 0, key
+        self.rate, self.t_last, self.seg_start, self.version = None, 0.0, 0.0, 0
 
 
 class _Graph:
@@ -195,22 +195,16 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         n_jobs = max(0, math.ceil((duration_us - offsets[i]) / a.period_us))
         draws.append(tail.draw(bases[i], np.random.default_rng([int(seed), i + 1]), size=(n_jobs, len(bases[i]))))
 
-    heap: list = []
-    order = itertools.count()                  # tie-breaker of events, FIFO order of submissions
+    events = EventQueue()
+    push = events.push
+    arrival = itertools.count()                # FIFO order of submissions among equal CPU priorities
 
-    def push(t: float, what: str, payload) -> None:
-        heapq.heappush(heap, (t, next(order), what, payload))
-
-    running: dict[str, _Run | None] = {}
-    queues: dict[str, object] = {}
-    busy = {}
-    segments: list[tuple] = []
+    segments: list[Span] = []
     accelerators = ["GPU", *[d.name for d in p.dla_pes()]]
     is_cpu = {pe: kind_of(pe) == "cpu" for pe in dict.fromkeys([*accelerators, *[x for xs in pes_of for x in xs]])}
-    for pe, cpu in is_cpu.items():
-        running[pe] = None
-        queues[pe] = [] if cpu else deque()
-        busy[pe] = 0.0
+    servers = {pe: PriorityServer(preemptive=True) if cpu else FifoServer() for pe, cpu in is_cpu.items()}
+    shared_dram = [servers[a] for a in accelerators]     # their busy count sets the contention rate
+    busy = {pe: 0.0 for pe in is_cpu}
     backlog = [deque() for _ in apps]
     active: list[_Job | None] = [None] * len(apps)
     resp = {a.name: [] for a in apps}
@@ -222,10 +216,10 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         if now > r.seg_start:
             busy[r.pe] += now - r.seg_start
             if trace:
-                segments.append((r.seg_start, now, r.pe, apps[r.job.app].name, r.job.index, r.task))
+                segments.append(Span(r.pe, r.job.index, r.seg_start, now, apps[r.job.app].name, r.task))
 
     def start(r: _Run) -> None:
-        running[r.pe] = r
+        """``r`` took its PE: its completion is due at rate 1 (a CPU) or at the contention rate (rebalance)."""
         r.t_last = r.seg_start = now
         if is_cpu[r.pe]:
             r.rate = 1.0
@@ -236,10 +230,10 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
 
     def rebalance() -> None:
         """Move the completion of every running accelerator task to the rate of the busy count now."""
-        k = sum(running[a] is not None for a in accelerators)
+        k = sum(server.current is not None for server in shared_dram)
         rate = 1.0 / (1.0 + c * (k - 1)) if k else 1.0
-        for a in accelerators:
-            r = running[a]
+        for server in shared_dram:
+            r = server.current
             if r is None or r.rate == rate:
                 continue
             if r.rate is not None:
@@ -251,23 +245,19 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
     def submit(job: _Job, task: int) -> None:
         """A task of the job enters its PE: started at once, queued, or (CPU) preempting a lower priority."""
         pe = job.pes[task]
-        r = _Run(job, task, pe, float(job.times[task]), (apps[job.app].priority, next(order)))
-        cur = running[pe]
-        if is_cpu[pe]:
-            if cur is None:
+        r = _Run(job, task, pe, float(job.times[task]))
+        server = servers[pe]
+        if not is_cpu[pe]:
+            if server.submit(r):
                 start(r)
-            elif r.key[0] < cur.key[0]:        # preempt: the preempted task keeps its key, so it resumes first
+            return
+        cur = server.current
+        if server.submit(r, (apps[job.app].priority, next(arrival))):
+            if cur is not None:                # preempted: its done event goes stale, it resumes with what is left
                 cur.remaining = max(0.0, cur.remaining - (now - cur.t_last))
                 end_segment(cur)
                 cur.version += 1
-                heapq.heappush(queues[pe], (cur.key, cur))
-                start(r)
-            else:
-                heapq.heappush(queues[pe], (r.key, r))
-        elif cur is None:
             start(r)
-        else:
-            queues[pe].append(r)
 
     def begin(job: _Job) -> None:
         """The job becomes the app's one in flight: its source stages submit their first tasks."""
@@ -279,8 +269,8 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
     for i, a in enumerate(apps):
         if len(draws[i]):
             push(offsets[i], "release", (i, 0))
-    while heap:
-        t, _, what, payload = heapq.heappop(heap)
+    while events:
+        t, _, what, payload = events.pop()
         if t > duration_us:
             break
         now = t
@@ -296,13 +286,11 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                 backlog[i].append(job)
         else:
             r, version = payload
-            if version != r.version or running[r.pe] is not r:
+            if version != r.version or servers[r.pe].current is not r:
                 continue                       # moved by a preemption or a rate change
             end_segment(r)
-            running[r.pe] = None
-            q = queues[r.pe]
-            if q:
-                nxt = heapq.heappop(q)[1] if isinstance(q, list) else q.popleft()
+            nxt = servers[r.pe].finish()
+            if nxt is not None:
                 start(nxt)
             job, g = r.job, graphs[r.job.app]
             stage = g.stage_of[r.task]
@@ -323,9 +311,9 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                     begin(backlog[job.app].popleft())
         rebalance()
     now = float(duration_us)
-    for r in running.values():
-        if r is not None:
-            end_segment(r)
+    for server in servers.values():
+        if server.current is not None:
+            end_segment(server.current)
 
     misses = {}
     for i, a in enumerate(apps):

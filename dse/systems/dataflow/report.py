@@ -96,7 +96,8 @@ def gantt(ddir, jobs: pd.DataFrame, out) -> Path | None:
     res = simulate_periodic(apps, pl, platform=load_platform(case_platform(platform, settings)),
                             duration_us=3 * period, seed=seed, controller_core=settings.controller_core, trace=True)
     names = [a.name for a in apps]
-    trace = [(pe, names.index(app), a, b, app) for a, b, pe, app, _, _ in res.trace if period <= a < 2 * period]
+    # one colour per group: its index as the frame
+    trace = [s._replace(frame=names.index(s.label)) for s in res.trace if period <= s.start < 2 * period]
     if not trace:
         return None
     return draw_gantt(trace, out, first_frame=0, n_frames=len(names),

@@ -104,8 +104,8 @@ def hyperperiod_gantt(mdir, combo: dict, ft: pd.DataFrame, out) -> Path | None:
     res = simulate_periodic(apps, pl, platform=load_platform(case_platform(platform, case.settings)),
                             freqs_mhz=freqs, duration_us=3 * period, seed=seed, controller_core=None, trace=True)
     t0 = period                                   # the second hyperperiod: the first has no backlog
-    trace = [(pe, sc.index(app), a, b, app) for a, b, pe, app, job, task in res.trace
-             if app in sc and t0 <= a < t0 + period]
+    # one colour per app: its index in the scenario as the frame
+    trace = [s._replace(frame=sc.index(s.label)) for s in res.trace if s.label in sc and t0 <= s.start < t0 + period]
     if not trace:
         return None
     return draw_gantt(trace, out, first_frame=0, n_frames=len(sc),
