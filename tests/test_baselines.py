@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from dse.backends.sim import SimBackend
+from dse.core.configuration import Configuration
 from dse.evaluate import Evaluator
 from dse.platform import load_platform
 from dse.search.baselines import DLA_ONLY, base_d_config, base_g_config
@@ -73,9 +74,9 @@ def test_profiled_is_seeded_and_estimates_low(board):
     assert a[0].fps == pytest.approx(max(hist))          # the hall of fame keeps the best estimate ever seen
     probe = RecordingProbe(ev, "Profiled", "profiled")
     r = profiled_search(space, probe, base, OPTIONS, profile, 3.0, bounds, settings, ga)
-    assert r.tuned.measurement.ok and r.tuned.fps > 0
-    measured = ev.evaluate(r.start, phase="x", strategy="x")
-    assert sum(r.mapping.estimate_ms) < sum(measured.stage_ms)   # Table 3.11: the estimate is too low
+    assert r.measurement.ok and r.fps > 0
+    measured = ev.evaluate(Configuration.from_dict(r.extra["start"]), phase="x", strategy="x")
+    assert sum(r.extra["estimate_ms"]) < sum(measured.stage_ms)   # Table 3.11: the estimate is too low
     assert all(ph.startswith("profiled/") for ph, _ in probe.asked)
 
 
@@ -87,7 +88,7 @@ def test_comprehensive_ga_is_seeded_and_counts_distinct_points(board):
         probe = RecordingProbe(Evaluator(backend), "Comprehensive GA")
         r = comprehensive_ga(space, probe, base, OPTIONS, bounds, settings, ga)
         runs.append((r.config.hash, len(probe.asked)))
-        assert r.evaluations >= ga.population and len(probe.asked) <= r.evaluations
+        assert r.extra["evaluations"] >= ga.population and len(probe.asked) == len(r.asked) <= r.extra["evaluations"]
         assert len({m.config.hash for _, m in probe.asked}) == len(probe.asked)
         for _, m in probe.asked:
             c = m.config
@@ -118,7 +119,7 @@ def test_exhaustive_is_ground_truth_for_its_tuples(board):
     r = exhaustive_search(space, probe, base, ["A", "E"], bounds, settings, cap=10_000)
     sweep = [m for ph, m in probe.asked if ph == "exhaustive"]
     assert len(sweep) == len(plan["A"]) + 1
-    assert r.best_start.hash == max(sweep, key=lambda m: m.fps if m.ok else 0).config.hash
+    assert r.extra["best_start"] == max(sweep, key=lambda m: m.fps if m.ok else 0).config.to_dict()
     assert r.fps >= 0.97 * max(m.fps for m in sweep)
 
 
@@ -126,7 +127,7 @@ def test_random_search_spends_exactly_its_budget(board):
     backend, space, base, settings, ev, bounds = board
     probe = RecordingProbe(ev, "Random", "random")
     r = random_search(space, probe, base, OPTIONS, bounds, settings, budget=15, seed=2)
-    assert len(probe.asked) == 15 and r.asked == 15
+    assert len(probe.asked) == 15 and r.asked == probe.asked
     assert r.fps == max(m.fps for _, m in probe.asked if m.ok)
     curve = anytime(probe.asked)
     assert curve[-1] == pytest.approx(r.fps) and curve == sorted(curve)

@@ -33,23 +33,24 @@ def method_cost(asked, platform, frames: int, costs, reruns=()) -> dict:
     return {"engines": {t: len(keys) for t, keys in engines.items()}, "board_hours": hours}
 
 
-def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
+def comparison_frame(cmp, results: dict, confirmed: dict, skipped: dict) -> pd.DataFrame:
+    """One row per method: ``results`` its answer (``dse.search.result.StrategyResult``), ``confirmed`` the FPS of
+    the answer's fresh re-runs, ``skipped`` why a method did not run."""
     ms = cmp.ctx.measure_settings
     frames = ms.sample_size + (ms.warmup or 0)
     base_g = results.get("Base(G)")
-    base_runs = (base_g or {}).get("confirmed") or []
+    base_runs = confirmed.get("Base(G)") or []
     base_fps = (float(np.mean(base_runs)) if base_runs
-                else base_g["measurement"].fps if base_g and base_g["measurement"] is not None else 0.0)
+                else base_g.measurement.fps if base_g and base_g.measurement is not None else 0.0)
     rows = []
     for method, r in results.items():
-        m = r["measurement"]
-        cost = method_cost(r["asked"], cmp.backend.platform, frames, cmp.ctx.platform.board_costs,
-                           r.get("reruns", ()))
+        m = r.measurement
+        cost = method_cost(r.asked, cmp.backend.platform, frames, cmp.ctx.platform.board_costs, r.reruns)
         c = m.config if m is not None else None
         fps = float(m.fps) if m is not None and m.ok else 0.0
-        curve = anytime(r["asked"])
-        extra = r["extra"]
-        runs = r.get("confirmed") or []
+        curve = anytime(r.asked)
+        extra = r.extra
+        runs = confirmed.get(method) or []
         rows.append({
             "method": method, "status": "ok" if fps > 0 else (m.status if m is not None else "error"), "fps": fps,
             "fps_confirmed": float(np.mean(runs)) if runs else float("nan"),
@@ -59,7 +60,7 @@ def comparison_frame(cmp, results: dict, skipped: dict) -> pd.DataFrame:
                                    if base_fps and fps else float("nan")),   # on the re-run means
             "energy_j_per_frame": (float(m.energy_j_per_frame) if m is not None and m.energy_j_per_frame is not None
                                    else float("nan")),
-            "points_measured": len(r["asked"]),
+            "points_measured": len(r.asked),
             "mapping_points": extra.get("mapping_points"), "param_points": extra.get("param_points"),
             "engines_gpu": cost["engines"].get("GPU", 0), "engines_dla": cost["engines"].get("DLA", 0),
             "board_hours": cost["board_hours"],
@@ -121,11 +122,11 @@ def _r(x, nd=1):
     return "" if x is None or (isinstance(x, float) and x != x) else round(float(x), nd)
 
 
-def write_comparison(cmp, results: dict, skipped: dict) -> dict:
+def write_comparison(cmp, results: dict, confirmed: dict, skipped: dict) -> dict:
     from dse.store.parquet import write_atomic
 
     run = cmp.ctx.run
-    frame = comparison_frame(cmp, results, skipped)
+    frame = comparison_frame(cmp, results, confirmed, skipped)
     write_atomic(pa.Table.from_pandas(frame, preserve_index=False), run / "comparison.parquet")
     plot_fps(frame, run / "plots" / "compare_fps.png")
     plot_anytime(frame, run / "plots" / "compare_anytime.png")
@@ -157,7 +158,7 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
              "Engines: distinct engines those configurations need, per PE type. Board hours: what a real board "
              "would spend on this method alone (runs + engine builds).", ""]
     if "Exhaustive" in results:
-        lines.append(f"- Exhaustive (a reference sweep, not the whole space): {results['Exhaustive']['extra']['coverage']}"
+        lines.append(f"- Exhaustive (a reference sweep, not the whole space): {results['Exhaustive'].extra['coverage']}"
                      "; the best tuple fine-tuned like the proposed method's answer")
     for method, why in skipped.items():
         lines.append(f"- {method}: skipped ({why})")
@@ -165,8 +166,8 @@ def write_comparison(cmp, results: dict, skipped: dict) -> dict:
         what = "refused" if r["status"] == "refused" else "could not measure (error)"
         lines.append(f"- {r['method']}: the board {what} its answer ({r['reason']})")
     prof = results.get("Profiled")
-    if prof and prof["extra"].get("estimates"):
-        e = prof["extra"]
+    if prof and prof.extra.get("estimates"):
+        e = prof.extra
         lines += ["", f"## Profile-based estimate vs measurement (thesis Table 3.11; DLA/GPU multiple "
                       f"{e['dla_ratio']:.2f} from {e['ratio_from']})", "",
                   markdown_table([{"Mapping": x["mapping"], "Option": x["option"], "Cuts": ",".join(map(str, x["cuts"])) or "-",

@@ -13,11 +13,12 @@ from dse.search.pipeline import (GuidedRun, Refined, SearchResult, Selection, ex
                                  guided_phase, maximize_phase, run_search, search_phase, select_option, select_phase,
                                  unique_tuples)
 from dse.search.probe import Probe
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 
 __all__ = [
     "Evaluator", "FinetuneResult", "GuidedRun", "MaximizeResult", "OptionResult", "Probe", "Refined", "SearchResult",
-    "SearchSettings", "SearchSpace", "Selection", "explore_option", "explore_phase", "finetune", "finetune_phase",
+    "SearchSettings", "SearchSpace", "Selection", "StrategyResult", "explore_option", "explore_phase", "finetune", "finetune_phase",
     "guided_phase", "maximize", "maximize_phase", "run_search", "search_phase", "select_option", "select_phase", "unique_tuples",
 ]

@@ -10,13 +10,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping
 
 from dse.core.configuration import Configuration
-from dse.core.measurement import Measurement
-from dse.search.finetune import FinetuneResult, finetune
+from dse.search.finetune import finetune
 from dse.search.probe import Probe, as_probe
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 
@@ -39,19 +38,13 @@ def interleaved_config(base: Configuration, n_pes: int = INTERLEAVED_PES) -> Con
                       post_threads=1)
 
 
-@dataclass
-class TunedResult:
-    start: Configuration
-    measurement: Measurement
-    result: FinetuneResult | None   # None when the board refused the starting configuration
-
-
 def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
                       bounds: Mapping[str, int], settings: SearchSettings,
-                      n_pes: int = INTERLEAVED_PES) -> TunedResult:
+                      n_pes: int = INTERLEAVED_PES) -> StrategyResult:
     """Interleaved execution with the proposed techniques: start at the maxima, remove what does not pay.
 
-    Maxima: the maximizer's pre/post threads and buffers, and ``bounds['streams']`` contexts per PE."""
+    Maxima: the maximizer's pre/post threads and buffers, and ``bounds['streams']`` contexts per PE (``extra``:
+    ``start``, that configuration). A start the board refuses is the answer: nothing to tune."""
     streams = max(n_pes, int(bounds["streams"]) * n_pes)
     streams = min(streams, settings.max_streams * stage_width(space.stages(INTERLEAVED)[0]))
     streams = max(streams, n_pes)
@@ -61,8 +54,10 @@ def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
     tuned_settings = settings.with_(max_streams=max(settings.max_streams, streams),
                                     max_buffers=max(settings.max_buffers, start.buffers))
     probe = as_probe(evaluator)
+    mark = probe.measured
     first = probe.measure(start, "start")
+    extra = {"start": start.to_dict()}
     if not first.ok:  # nothing to tune (e.g. too many DLA loadables): report the refusal, do not shrink it away
-        return TunedResult(start, first, None)
+        return StrategyResult(start, first, probe.asked_since(mark), extra)
     result = finetune(space, probe, start, tuned_settings)
-    return TunedResult(start, result.measurement, result)
+    return StrategyResult(result.config, result.measurement, probe.asked_since(mark), extra)

@@ -8,13 +8,13 @@ proposed method's, so both answers are compared after the same fine-tuning.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from dse.core.configuration import Configuration
-from dse.search.finetune import FinetuneResult, finetune
+from dse.search.finetune import finetune
 from dse.search.params import search_config
 from dse.search.probe import Probe, as_probe, score
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace
 from dse.search.streams import stream_tuple
@@ -53,33 +53,21 @@ def plan_tuples(space: SearchSpace, options: Sequence[str], max_cuts: int = 2,
     return plan
 
 
-@dataclass
-class ExhaustiveResult:
-    plan_sizes: dict[str, int]
-    best_start: Configuration
-    tuned: FinetuneResult
-    left_out: tuple[str, ...] = ()        # options whose tuples were not swept (too many cuts or over the cap)
-
-    @property
-    def fps(self) -> float:
-        return self.tuned.fps
-
-    @property
-    def coverage(self) -> str:
-        """What the sweep covered, in words: a reference is only as exhaustive as this says."""
-        swept = ", ".join(sorted(self.plan_sizes))
-        text = f"every feasible cut tuple of {swept} ({sum(self.plan_sizes.values())} tuples)"
-        return text + (f"; not swept: {', '.join(self.left_out)}" if self.left_out else "")
-
-    def to_dict(self) -> dict:
-        return {"tuples": self.plan_sizes, "left_out": list(self.left_out), "coverage": self.coverage,
-                "best_start": self.best_start.to_dict(), "fps": self.fps}
+def coverage(plan_sizes: Mapping[str, int], left_out: Sequence[str] = ()) -> str:
+    """What the sweep covered, in words: a reference is only as exhaustive as this says."""
+    swept = ", ".join(sorted(plan_sizes))
+    text = f"every feasible cut tuple of {swept} ({sum(plan_sizes.values())} tuples)"
+    return text + (f"; not swept: {', '.join(left_out)}" if left_out else "")
 
 
 def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
                       bounds: Mapping[str, int], settings: SearchSettings, *, max_cuts: int = 2,
-                      cap: int = 3000) -> ExhaustiveResult:
+                      cap: int = 3000) -> StrategyResult:
+    """The best swept tuple, fine-tuned. ``extra``: tuples swept per option (``tuples``), the options not swept
+    (too many cuts or over the cap: ``left_out``), ``coverage`` in words and the best swept configuration
+    (``best_start``)."""
     probe = as_probe(evaluator)
+    mark = probe.measured
     plan = plan_tuples(space, options, max_cuts, cap)
     best_cfg, best_fps = None, -1.0
     for option, tuples in plan.items():
@@ -91,5 +79,8 @@ def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
             if fps > best_fps:
                 best_cfg, best_fps = cfg, fps
     tuned = finetune(space, probe, best_cfg, settings)
-    return ExhaustiveResult({o: len(t) for o, t in plan.items()}, best_cfg, tuned,
-                            tuple(o for o in options if o not in plan))
+    sizes = {o: len(t) for o, t in plan.items()}
+    left_out = [o for o in options if o not in plan]
+    return StrategyResult(tuned.config, tuned.measurement, probe.asked_since(mark),
+                          {"tuples": sizes, "left_out": left_out, "coverage": coverage(sizes, left_out),
+                           "best_start": best_cfg.to_dict()})

@@ -104,12 +104,13 @@ def explore_option(space: SearchSpace, evaluator: Evaluator | Probe, option: str
                                 threshold=t, top_k=top_k, full=(mode == "full"),
                                 pipeline_buffers=settings.pipeline_buffers)
         used = t
-        if best_m is None or score(outcome.best) > score(best_m):
-            best_cfg, best_m = outcome.best_config, outcome.best
-        if mode == "global" or len(outcome.local_starts) >= settings.min_local_searches or tracker.exhausted:
+        if best_m is None or outcome.fps > score(best_m):
+            best_cfg, best_m = outcome.config, outcome.measurement
+        local_starts = outcome.extra["local_starts"]
+        if mode == "global" or len(local_starts) >= settings.min_local_searches or tracker.exhausted:
             break
     return OptionResult(
-        option=option, mode=mode, best_config=best_cfg, best=best_m, top_k=outcome.top_k,
+        option=option, mode=mode, best_config=best_cfg, best=best_m, top_k=outcome.extra["top_k"],
         tuples=sorted(t for t in tracker.tuples if t), configs=len(tracker.seen),
-        local_searches=len(outcome.local_starts), threshold=used, thresholds=tried, initial=init,
+        local_searches=len(local_starts), threshold=used, thresholds=tried, initial=init,
         initial_how=how, candidates=cands, trajectory=tracker.trajectory)

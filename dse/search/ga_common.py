@@ -22,10 +22,7 @@ import numpy as np
 
 from deap import algorithms, base, creator, tools
 
-from dse.core.configuration import Configuration
 from dse.core.errors import DseError
-from dse.core.measurement import Measurement
-from dse.search.probe import score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace, stage_width
 
@@ -133,22 +130,6 @@ def stream_cap(stage_type: str, bounds: Mapping[str, int], settings: SearchSetti
     if stage_type == main_pe:
         return max(1, int(bounds["streams"]))
     return 2 * settings.dla_streams * stage_width(stage_type)
-
-
-@dataclass
-class GAResult:
-    config: Configuration
-    measurement: Measurement
-    evaluations: int                 # fitness calls (repeats included)
-    history: list[float] = field(default_factory=list)   # best FPS per generation
-
-    @property
-    def fps(self) -> float:
-        return score(self.measurement)
-
-    def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "fps": self.fps, "evaluations": self.evaluations,
-                "history": self.history}
 
 
 def run_ga(toolbox: base.Toolbox, ga: GASettings, salt: str, keep: int = 1, *, budget: int | None = None,

@@ -5,16 +5,18 @@ pre, post], M = S - 1 = the most cuts any option has. An option uses its first n
 genes; cuts are repaired to the nearest feasible tuple; buffers are raised to the largest stream
 count (the runtime rule the proposed search also keeps). Ranges come from the maximizer's bounds.
 Every evaluation is a measurement through the shared evaluator (cached: a repeated configuration costs
-nothing), so points measured = distinct configurations the GA asked for.
+nothing), so points measured = distinct configurations the GA asked for; ``extra``: the fitness calls
+(``evaluations``, repeats included) and the best FPS per generation (``history``).
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
 from dse.core.configuration import Configuration
-from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, repair_cuts, run_ga, stream_cap
+from dse.search.ga_common import GASettings, int_vector_toolbox, repair_cuts, run_ga, stream_cap
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 
@@ -23,8 +25,9 @@ PHASE = "comprehensive-ga"
 
 def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg: Configuration,
                      options: Sequence[str], bounds: Mapping[str, int], settings: SearchSettings,
-                     ga: GASettings) -> GAResult:
+                     ga: GASettings) -> StrategyResult:
     probe = as_probe(evaluator)
+    mark = probe.measured
     options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
     m_cuts = max(space.n_cuts(o) for o in options)
     n_stages = m_cuts + 1
@@ -58,4 +61,5 @@ def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg:
     tb = int_vector_toolbox(lows, highs, evaluate, ga, mutate_indpb=0.2)
     hof, history = run_ga(tb, ga, "comprehensive")
     best = decode(hof[0])
-    return GAResult(best, probe.measure(best, PHASE), evaluations[0], history)
+    return StrategyResult(best, probe.measure(best, PHASE), probe.asked_since(mark),
+                          {"evaluations": evaluations[0], "history": history})

@@ -3,14 +3,16 @@
 Genes: [pre, post, buffers, streams of each stage] within the fine-tuner's caps; fitness = measured
 FPS through the shared evaluator. The answer applies the proposed fine-tuner's criterion to what the
 GA measured: the fewest resources (threads + buffers + streams) within ``degradation`` of the best FPS.
+``extra`` as the comprehensive GA's: fitness calls and the best FPS per generation.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from dse.core.configuration import Configuration
-from dse.search.ga_common import GAResult, GASettings, int_vector_toolbox, run_ga
+from dse.search.ga_common import GASettings, int_vector_toolbox, run_ga
 from dse.search.probe import Probe, as_probe, score
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 
@@ -22,8 +24,9 @@ def resources(cfg: Configuration) -> int:
 
 
 def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration, settings: SearchSettings,
-                ga: GASettings) -> GAResult:
+                ga: GASettings) -> StrategyResult:
     probe = as_probe(evaluator)
+    mark = probe.measured
     types: Sequence[str] = space.stages(start.option)
     stream_caps = [settings.max_streams * stage_width(t) for t in types]
     lows = [1, 1, 1] + [stage_width(t) for t in types]
@@ -48,4 +51,5 @@ def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configu
     best_fps = max(f for _, f in seen.values())
     floor = best_fps * (1 - settings.degradation)
     cfg = min((c for c, f in seen.values() if f >= floor), key=lambda c: (resources(c), -seen[c.hash][1]))
-    return GAResult(cfg, probe.measure(cfg, PHASE), evaluations[0], history)
+    return StrategyResult(cfg, probe.measure(cfg, PHASE), probe.asked_since(mark),
+                          {"evaluations": evaluations[0], "history": history})

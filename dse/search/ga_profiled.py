@@ -12,17 +12,18 @@ fine-tuned like the proposed method's mapping.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from deap import base, tools
 
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
-from dse.search.finetune import FinetuneResult, finetune
+from dse.search.finetune import finetune
 from dse.search.ga_common import GASettings, deap_types, repair_cuts, run_ga
 from dse.search.params import search_config
 from dse.search.probe import Probe, as_probe
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 from dse.search.streams import stream_tuple
@@ -68,22 +69,6 @@ class Mapping_:
     @property
     def fps(self) -> float:
         return 1000.0 / max(self.estimate_ms) if self.estimate_ms and max(self.estimate_ms) > 0 else 0.0
-
-
-@dataclass
-class ProfiledResult:
-    mapping: Mapping_
-    dla_ratio: float
-    evaluations: int                       # estimates computed (nothing measured while evolving)
-    start: Configuration
-    tuned: FinetuneResult
-    history: list[float] = field(default_factory=list)   # best estimated FPS per generation
-
-    def to_dict(self) -> dict:
-        return {"option": self.mapping.option, "cuts": list(self.mapping.cuts),
-                "estimate_ms": self.mapping.estimate_ms, "estimated_fps": self.mapping.fps,
-                "dla_ratio": self.dla_ratio, "evaluations": self.evaluations,
-                "start": self.start.to_dict(), "fps": self.tuned.fps, "history": self.history}
 
 
 class _Decoder:
@@ -208,9 +193,13 @@ def profiled_mapping(space: SearchSpace, options: Sequence[str], profile: Sequen
 
 def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
                     profile: Sequence[float], dla_ratio: float, bounds: Mapping[str, int], settings: SearchSettings,
-                    ga: GASettings) -> ProfiledResult:
-    """The Profiled method end to end: GA on estimates, then measure the mapping and fine-tune it."""
+                    ga: GASettings) -> StrategyResult:
+    """The Profiled method end to end: GA on estimates, then measure the mapping and fine-tune it. ``extra``: the
+    mapping (``option``, ``cuts``, its stage estimates ``estimate_ms`` and ``estimated_fps``), ``dla_ratio``, the
+    estimates computed (``evaluations``: nothing is measured while evolving), the measured configuration of the
+    mapping (``start``) and the best estimated FPS per generation (``history``)."""
     probe = as_probe(evaluator)
+    mark = probe.measured
     ranked, n, history = profiled_mapping(space, options, profile, dla_ratio, ga,
                                           max_stages=min(4, max(len(space.stages(o)) for o in options)))
     for mapping in ranked:  # a mapping the board refuses (e.g. too many DLA loadables): the next best estimate
@@ -222,4 +211,7 @@ def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Conf
     else:
         raise DseError(f"every mapping the profile-based GA found failed on the board ({len(ranked)} tried)")
     tuned = finetune(space, probe, start, settings)
-    return ProfiledResult(mapping, float(dla_ratio), n, start, tuned, history)
+    return StrategyResult(tuned.config, tuned.measurement, probe.asked_since(mark),
+                          {"option": mapping.option, "cuts": list(mapping.cuts), "estimate_ms": mapping.estimate_ms,
+                           "estimated_fps": mapping.fps, "dla_ratio": float(dla_ratio), "evaluations": n,
+                           "start": start.to_dict(), "history": history})

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from dse.core.configuration import Configuration
@@ -21,6 +21,7 @@ from dse.search.local_search import local_search
 from dse.search.moves import Directions, move, single
 from dse.search.params import search_config
 from dse.search.probe import Tracker, score
+from dse.search.result import StrategyResult
 from dse.search.space import SearchSpace
 
 
@@ -29,15 +30,6 @@ class TopEntry:
     cuts: tuple[int, ...]
     fps: float
     util: float
-
-
-@dataclass
-class GlobalOutcome:
-    best_config: Configuration
-    best: Measurement
-    top_k: list[TopEntry]
-    local_starts: list[tuple[int, ...]] = field(default_factory=list)
-    visited: set[tuple[int, ...]] = field(default_factory=set)
 
 
 def balanced_policies(n_cuts: int) -> list[Directions]:
@@ -67,7 +59,11 @@ def main_pe_policies(stage_types: Sequence[str], main_pe: str) -> list[Direction
 def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, option: str,
                   streams: Sequence[int], bounds: Mapping[str, int], candidates: Sequence[int],
                   initial: Sequence[int], *, threshold: float, top_k: int, full: bool,
-                  pipeline_buffers: bool = True) -> GlobalOutcome:
+                  pipeline_buffers: bool = True) -> StrategyResult:
+    """The best configuration measured (the local searches' included); ``extra``: the final Top-K (``top_k``,
+    best first) and the tuples Algorithm 3 started from (``local_starts``), which decide whether the explorer
+    lowers T and runs again."""
+    mark = tracker.probe.measured
     types = space.stages(option)
     n = len(types) - 1
     positions = sorted(set(candidates) | set(initial))
@@ -129,5 +125,5 @@ def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, opt
                     cur = entry  # improved: continue with the same policy
                 else:
                     break
-    return GlobalOutcome(best_config=best_cfg, best=best_m, top_k=list(top),
-                         local_starts=local_starts, visited=set(visited))
+    return StrategyResult(best_cfg, best_m, tracker.probe.asked_since(mark),
+                          {"top_k": list(top), "local_starts": local_starts})

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError, choices_error
@@ -23,25 +22,12 @@ from dse.core.measurement import Measurement
 from dse.search.ga_common import stream_cap
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 
 SAMPLERS = ("tpe", "random")
 MAX_TRIALS_PER_POINT = 50   # trials per budget point before giving up (infeasible tuples and repeats cost trials)
-
-
-@dataclass
-class OptunaResult:
-    config: Configuration
-    measurement: Measurement
-    budget: int
-    asked: int      # distinct configurations measured (< budget only if the trial cap was hit)
-    trials: int     # Optuna trials, infeasible tuples and repeated configurations included
-    sampler: str
-
-    @property
-    def fps(self) -> float:
-        return score(self.measurement)
 
 
 def _sampler(name: str, seed: int):
@@ -56,11 +42,13 @@ def _sampler(name: str, seed: int):
 
 def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
                   bounds: Mapping[str, int], settings: SearchSettings, budget: int, *, sampler: str = "tpe",
-                  seed: int = 0) -> OptunaResult:
+                  seed: int = 0) -> StrategyResult:
     """An infeasible cut tuple (a repeated cut position, or one ``space.feasibility`` rejects) is told as a
     complete trial worth 0 FPS, the score a refused configuration gets: a FAIL trial is invisible to TPE, which
     would keep proposing the same infeasible region; telling 0 teaches it to move away. It costs a trial, not
-    budget. A configuration asked before is told its known score and costs no budget either."""
+    budget. A configuration asked before is told its known score and costs no budget either. ``extra``: the budget,
+    the Optuna trials (infeasible tuples and repeated configurations included) and the sampler; fewer configurations
+    than the budget were asked only where the trial cap was hit."""
     if budget < 1:
         raise DseError(f"Optuna search needs a budget >= 1, got {budget}")
     if sampler not in SAMPLERS:
@@ -74,6 +62,7 @@ def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         raise DseError(f"no mapping option has few enough cuts for the network's {len(space.feasible_cuts)} "
                        "feasible cut position(s)")
     probe = as_probe(evaluator)
+    mark = probe.measured
     phase = f"optuna-{sampler}"
     positions = space.feasible_cuts
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -110,4 +99,5 @@ def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
                 best = m
     if best is None:
         raise DseError(f"Optuna ({sampler}) found no feasible cut tuple in {trials} trials over options {options}")
-    return OptunaResult(best.config, best, budget, len(known), trials, sampler)
+    return StrategyResult(best.config, best, probe.asked_since(mark),
+                          {"budget": budget, "trials": trials, "sampler": sampler})

@@ -27,6 +27,7 @@ class Probe:
         self.evaluator = evaluator
         self.strategy = strategy
         self._memo: dict[str, Measurement] = {}
+        self._phases: dict[str, str] = {}          # hash -> the phase it was first asked in
         self._reruns: dict[tuple[str, int], Measurement] = {}
 
     def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
@@ -36,6 +37,7 @@ class Probe:
         if m is None:
             m = self.evaluator.evaluate(config, phase=phase, strategy=strategy or self.strategy)
             self._memo[key] = m
+            self._phases[key] = phase
         return m
 
     def remeasure(self, config: Configuration, phase: str, repeats: range) -> list[float]:
@@ -69,6 +71,11 @@ class Probe:
     @property
     def measured(self) -> int:
         return len(self._memo)
+
+    def asked_since(self, mark: int) -> list[tuple[str, Measurement]]:
+        """(phase, measurement) of the configurations first asked after ``mark`` (``measured`` then), in ask order:
+        what one strategy asked for through a probe it may share with others."""
+        return [(self._phases[h], m) for h, m in list(self._memo.items())[mark:]]
 
     @property
     def memo(self) -> dict[str, Measurement]:

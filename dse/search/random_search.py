@@ -6,7 +6,6 @@ streams within the maximizer's bounds. Budget = distinct configurations asked fo
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from dse.core.configuration import Configuration
@@ -16,29 +15,20 @@ from dse.search.ga_common import stream_cap
 from dse.search.initial import random_tuple
 from dse.search.params import make_config
 from dse.search.probe import Probe, as_probe, score
+from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
 from dse.search.space import Evaluator, SearchSpace, stage_width
 
 PHASE = "random"
 
 
-@dataclass
-class RandomResult:
-    config: Configuration
-    measurement: Measurement
-    budget: int
-    asked: int
-
-    @property
-    def fps(self) -> float:
-        return score(self.measurement)
-
-
 def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
-                  bounds: Mapping[str, int], settings: SearchSettings, budget: int, seed: int = 0) -> RandomResult:
+                  bounds: Mapping[str, int], settings: SearchSettings, budget: int, seed: int = 0) -> StrategyResult:
+    """``extra``: the budget."""
     if budget < 1:
         raise DseError(f"random search needs a budget >= 1, got {budget}")
     probe = as_probe(evaluator)
+    mark = probe.measured
     rng = random.Random(f"{seed}:random-search")
     options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
     asked: set[str] = set()
@@ -58,4 +48,4 @@ def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         m = probe.measure(cfg, PHASE)
         if best is None or score(m) > score(best):
             best = m
-    return RandomResult(best.config, best, budget, len(asked))
+    return StrategyResult(best.config, best, probe.asked_since(mark), {"budget": budget})

@@ -31,6 +31,7 @@ from dse.platform import Platform
 from dse.report.tables import TUPLE_PHASES
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
 from dse.search.recorder import RecordingProbe
+from dse.search.result import StrategyResult
 from dse.workflow.compare_settings import METHODS, OPTUNA_SAMPLERS, RUN_STRATEGIES, SLUG, CompareSettings
 from dse.workflow.phases import RunContext, own_rows
 
@@ -106,12 +107,14 @@ class Comparison:
         return frame.drop(columns="_retry").sort_values("timestamp").reset_index(drop=True)
 
 
-def _answer(method: str, m, asked, *, extra: dict | None = None, reruns=()) -> dict:
-    """``reruns``: the method's own re-runs of configurations it had measured (board runs, no new engines)."""
-    return {"method": method, "measurement": m, "asked": asked, "extra": extra or {}, "reruns": list(reruns)}
+def _answer(m, asked, *, extra: dict | None = None, reruns=()) -> StrategyResult:
+    """A method's answer ``m`` with everything it asked for (``asked``: its probe's, the configurations its runner
+    measured around the strategy included) and ``extra``, the method's column of comparison.parquet (``reruns``:
+    its own re-runs of configurations it had measured: board runs, no new engines)."""
+    return StrategyResult(m.config if m is not None else None, m, list(asked), extra or {}, list(reruns))
 
 
-RUNNERS: dict[str, Callable[[Comparison, str, dict], dict]] = {}
+RUNNERS: dict[str, Callable[[Comparison, str, dict], StrategyResult]] = {}
 
 
 def runs(*methods: str):
@@ -123,42 +126,42 @@ def runs(*methods: str):
     return register
 
 
-def run_method(cmp: Comparison, method: str, results: dict) -> dict:
-    """Run one method; returns {method, measurement (its answer), asked [(phase, Measurement)], extra}."""
+def run_method(cmp: Comparison, method: str, results: dict) -> StrategyResult:
+    """Run one method (``results``: the answers of the methods before it)."""
     if method not in RUNNERS:
         raise choices_error("comparison method", method, METHODS)
     return RUNNERS[method](cmp, method, results)
 
 
 @runs("Base(G)")
-def _base_g(cmp: Comparison, method: str, results: dict) -> dict:
+def _base_g(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     probe = cmp.probe(method)
-    return _answer(method, probe.measure(base_g_config(cmp.base, cmp.space), "baseline"), probe.asked)
+    return _answer(probe.measure(base_g_config(cmp.base, cmp.space), "baseline"), probe.asked)
 
 
 @runs("Base(D)")
-def _base_d(cmp: Comparison, method: str, results: dict) -> dict:
+def _base_d(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     probe = cmp.probe(method)
     if DLA_ONLY not in cmp.space.options:
         raise _Skip("no single-DLA stage can run here (no DLA, or not at this precision and batch)")
-    return _answer(method, probe.measure(base_d_config(cmp.base), "baseline"), probe.asked)
+    return _answer(probe.measure(base_d_config(cmp.base), "baseline"), probe.asked)
 
 
 @runs("Interleaved", "Interleaved+tuned")
-def _interleaved(cmp: Comparison, method: str, results: dict) -> dict:
+def _interleaved(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.baselines import interleaved_tuned
 
     probe = cmp.probe(method)
     if INTERLEAVED not in cmp.space.options:
         raise _Skip("no interleaved stage can run here (the backend has none, or not at this precision)")
     if method == "Interleaved":
-        return _answer(method, probe.measure(interleaved_config(cmp.base), "baseline"), probe.asked)
+        return _answer(probe.measure(interleaved_config(cmp.base), "baseline"), probe.asked)
     r = interleaved_tuned(cmp.space, probe, cmp.base, cmp.bounds, cmp.ctx.settings)
-    return _answer(method, r.measurement, probe.asked, extra={"start": r.start.to_dict()})
+    return _answer(r.measurement, probe.asked, extra=r.extra)
 
 
 @runs("Profiled")
-def _profiled(cmp: Comparison, method: str, results: dict) -> dict:
+def _profiled(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_profiled import profiled_search
 
     probe, space, ctx = cmp.probe(method), cmp.space, cmp.ctx
@@ -168,61 +171,64 @@ def _profiled(cmp: Comparison, method: str, results: dict) -> dict:
     profile = space.gpu_layer_profile()
     r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings,
                         cmp.settings.profiled_ga)
-    extra = {**r.to_dict(), "ratio_from": how}
+    e = r.extra   # comparison.parquet's extra_json is this dict as written, in this key order
+    extra = {**{k: e[k] for k in ("option", "cuts", "estimate_ms", "estimated_fps", "dla_ratio", "evaluations",
+                                  "start")}, "fps": r.fps, "history": e["history"], "ratio_from": how}
     # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
-    extra["estimates"] = [_estimate_row("Profiled", r.start, probe.measure(r.start, "start"), profile, ratio, space)]
+    start = Configuration.from_dict(e["start"])
+    extra["estimates"] = [_estimate_row("Profiled", start, probe.measure(start, "start"), profile, ratio, space)]
     if _own_best(cmp) is not None:
         found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
         own = cmp.own_method
         pm = cmp.probe(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
         extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
-    return _answer(method, r.tuned.measurement, probe.asked, extra=extra)
+    return _answer(r.measurement, probe.asked, extra=extra)
 
 
 @runs("Comprehensive GA")
-def _comprehensive_ga(cmp: Comparison, method: str, results: dict) -> dict:
+def _comprehensive_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_comprehensive import comprehensive_ga
 
     probe = cmp.probe(method)
     r = comprehensive_ga(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, cmp.settings.ga)
-    return _answer(method, r.measurement, probe.asked, extra={"history": r.history})
+    return _answer(r.measurement, probe.asked, extra={"history": r.extra["history"]})
 
 
 @runs("Fine-tuning GA")
-def _finetune_ga(cmp: Comparison, method: str, results: dict) -> dict:
+def _finetune_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_finetune import finetune_ga
 
     probe = cmp.probe(method)
     found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["best_config"])
     probe.measure(found, "start")   # the run's answer (already measured by its own search)
     r = finetune_ga(cmp.space, probe, found, cmp.ctx.settings, cmp.settings.finetune_ga)
-    return _answer(method, r.measurement, probe.asked,
-                   extra={"history": r.history, "mapping_points": len(_own_mapping_points(cmp)),
+    return _answer(r.measurement, probe.asked,
+                   extra={"history": r.extra["history"], "mapping_points": len(_own_mapping_points(cmp)),
                           "param_points": len(probe.asked) - 1})
 
 
 @runs("Exhaustive")
-def _exhaustive(cmp: Comparison, method: str, results: dict) -> dict:
+def _exhaustive(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.exhaustive import exhaustive_search
 
     probe, s = cmp.probe(method), cmp.settings
     r = exhaustive_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings,
                           max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
-    return _answer(method, r.tuned.measurement, probe.asked, extra={"tuples": r.plan_sizes, "coverage": r.coverage})
+    return _answer(r.measurement, probe.asked, extra={k: r.extra[k] for k in ("tuples", "coverage")})
 
 
 @runs("Random")
-def _random(cmp: Comparison, method: str, results: dict) -> dict:
+def _random(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.random_search import random_search
 
     probe, budget = cmp.probe(method), len(cmp.own_search_rows())
     r = random_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
                       seed=cmp.ctx.settings.seed)
-    return _answer(method, r.measurement, probe.asked, extra={"budget": budget})
+    return _answer(r.measurement, probe.asked, extra=r.extra)
 
 
 @runs(*OPTUNA_SAMPLERS)
-def _optuna(cmp: Comparison, method: str, results: dict) -> dict:
+def _optuna(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     import importlib.util
 
     probe = cmp.probe(method)
@@ -233,11 +239,11 @@ def _optuna(cmp: Comparison, method: str, results: dict) -> dict:
     budget = len(cmp.own_search_rows())   # the same budget rule as Random
     r = optuna_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
                       sampler=OPTUNA_SAMPLERS[method], seed=cmp.ctx.settings.seed)
-    return _answer(method, r.measurement, probe.asked, extra={"budget": budget, "trials": r.trials})
+    return _answer(r.measurement, probe.asked, extra={k: r.extra[k] for k in ("budget", "trials")})
 
 
 @runs(*RUN_STRATEGIES)
-def _run_strategy(cmp: Comparison, method: str, results: dict) -> dict:
+def _run_strategy(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     """The run's own search.strategy is read from its phases, not rerun; the other one runs here on the options
     the run explored."""
     ctx, probe = cmp.ctx, cmp.probe(method)
@@ -247,13 +253,13 @@ def _run_strategy(cmp: Comparison, method: str, results: dict) -> dict:
         rows = cmp.own_search_rows()
         asked = [(r["phase"], row_to_measurement(r)) for r in rows.to_dict("records")]
         reruns = [row_to_measurement(r) for r in cmp.own_search_rows(reruns=True).to_dict("records")]
-        return _answer(method, _own_best(cmp), asked, reruns=reruns,
+        return _answer(_own_best(cmp), asked, reruns=reruns,
                        extra={"mapping_points": len(_own_mapping_points(cmp)),
                               "param_points": int((rows["phase"] == "finetune").sum())})
     from dse.search import run_search
 
     r = run_search(cmp.space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
-    return _answer(method, r.finetune.measurement, probe.asked, reruns=probe.reruns,
+    return _answer(r.finetune.measurement, probe.asked, reruns=probe.reruns,
                    extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
 
 
@@ -279,13 +285,13 @@ def _own_mapping_points(cmp: Comparison) -> set:
 def _dla_ratio(cmp: Comparison, results: dict) -> tuple[float, str]:
     """Whole-network DLA time / GPU time from the Base(D) and Base(G) stage times (the only DLA figure a
     board gives), else the search setting."""
-    g, d = results.get("Base(G)"), results.get("Base(D)")
+    g, d = (results[m].measurement if m in results else None for m in ("Base(G)", "Base(D)"))
     if g is None and DLA_ONLY in cmp.space.options:
-        g = {"measurement": cmp.probe("Base(G)").measure(base_g_config(cmp.base, cmp.space), "baseline")}
+        g = cmp.probe("Base(G)").measure(base_g_config(cmp.base, cmp.space), "baseline")
     if d is None and DLA_ONLY in cmp.space.options:
-        d = {"measurement": cmp.probe("Base(D)").measure(base_d_config(cmp.base), "baseline")}
-    if g and d and g["measurement"].ok and d["measurement"].ok and g["measurement"].stage_ms and d["measurement"].stage_ms:
-        return float(d["measurement"].stage_ms[0] / g["measurement"].stage_ms[0]), "Base(D)/Base(G) stage times"
+        d = cmp.probe("Base(D)").measure(base_d_config(cmp.base), "baseline")
+    if g and d and g.ok and d.ok and g.stage_ms and d.stage_ms:
+        return float(d.stage_ms[0] / g.stage_ms[0]), "Base(D)/Base(G) stage times"
     return float(cmp.ctx.settings.dla_ratio), "search.dla_ratio"
 
 
@@ -304,7 +310,8 @@ def compare(run: str | Path, settings: CompareSettings | None = None) -> dict:
     from dse.report.compare import write_comparison
 
     cmp = Comparison(run, settings)
-    results: dict[str, dict] = {}
+    results: dict[str, StrategyResult] = {}
+    confirmed: dict[str, list[float]] = {}
     skipped: dict[str, str] = {}
     for method in cmp.settings.methods:
         print(f"[compare] {method}", file=sys.stderr, flush=True)
@@ -313,8 +320,8 @@ def compare(run: str | Path, settings: CompareSettings | None = None) -> dict:
         except _Skip as why:
             skipped[method] = str(why)
             continue
-        results[method]["confirmed"] = confirm(cmp, method, results[method]["measurement"])
-    return write_comparison(cmp, results, skipped)
+        confirmed[method] = confirm(cmp, method, results[method].measurement)
+    return write_comparison(cmp, results, confirmed, skipped)
 
 
 CONFIRM_FIRST = 1000
