@@ -33,19 +33,37 @@ def tiny_backend():
 def test_ga_front_finds_most_of_the_exact_front(tiny_backend):
     from dataclasses import replace
 
-    from dse.systems.multi.pareto import search_front
+    from dse.systems.multi.pareto import evaluators, search_front
 
     s, backend = tiny_backend
-    exact, info = search_front(backend, s)
+    profiler = evaluators(backend, s)[0].backend
+    exact, info = search_front(profiler, s)
     assert info["mode"] == "exhaustive"
     ok = [c for c in exact if c.objectives is not None]
     front = {(c.option, c.cuts) for c in (ok[i] for i in nondominated(np.array([c.objectives for c in ok])))}
     ga_s = replace(s, pareto={**s.pareto, "exhaustive_max": 0, "population": 30, "generations": 30})
-    found, info = search_front(backend, ga_s)
+    found, info = search_front(profiler, ga_s)
     assert info["mode"] == "ga" and info["evaluated"] < info["space"]
     got = [c for c in found if c.objectives is not None]
     ga_front = {(c.option, c.cuts) for c in (got[i] for i in nondominated(np.array([c.objectives for c in got])))}
     assert len(ga_front & front) >= 0.6 * len(front), (len(ga_front & front), len(front))
+
+
+def test_step1_reruns_from_its_store(tiny_backend, tmp_path):
+    from dse.store import read
+    from dse.systems.multi.pareto import evaluators, step1
+
+    s, backend = tiny_backend
+    store = tmp_path / "cache" / "step1-yolov2-tiny.parquet"
+    first = step1(*evaluators(backend, s, store), s)
+    rows = read(store)
+    assert set(rows.phase) == {"objectives", "wcet"} and (rows.phase == "wcet").sum() == len(first[0])
+    objectives, wcet = evaluators(backend, s, store)
+    again = step1(objectives, wcet, s)
+    assert objectives.measured == wcet.measured == 0 and objectives.reused + wcet.reused == len(rows)
+    assert len(read(store)) == len(rows)
+    for a, b in zip((first[0], first[1], first[3]), (again[0], again[1], again[3])):   # tasks/ profiled again, same
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
 def table():

@@ -243,6 +243,27 @@ def test_measured_cpu_variants_run_onnx_runtime_with_k_threads():
     assert sorted(cpu.option) == [f"cpu{k}" for k in (2, 4, 6) if k <= len(usable_cores())]
 
 
+def test_measured_variants_are_store_rows_a_rerun_reads(tmp_path, monkeypatch):
+    from dse.store import read
+    from dse.systems.taskset.backend import VariantBackend
+    from dse.systems.taskset.measured import MeasureSpec, measure_variants
+
+    store = tmp_path / "cache" / "variants.parquet"
+    spec = MeasureSpec(networks=("squeezenet",))
+    variants, rows = measure_variants(spec, frame_ms=100.0, store=store)
+    stored = read(store)
+    assert set(stored.status) == {"ok"} and set(stored.phase) == {"variants"} and stored.context.nunique() == 1
+    assert set(stored.option) == set(rows.option) and (stored.option == "dla2").sum() > 1     # one row per split
+
+    def measure(self, config, *, repeat=0):
+        raise AssertionError(f"measured {config.option} again")
+
+    monkeypatch.setattr(VariantBackend, "measure", measure)
+    again = measure_variants(spec, frame_ms=100.0, store=store)
+    assert again[0] == variants and len(read(store)) == len(stored)
+    pd.testing.assert_frame_equal(again[1], rows, check_exact=True)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"networks": ["yolo9"]}, "unknown benchmark 'yolo9'"),
     ({"networks": []}, "networks is empty"),

@@ -1,7 +1,8 @@
 """Target `multi`: several networks on one board under deadlines with DVFS (thesis Ch. 4).
 
 Jobs (``workflow/rules/multi.smk``), all under ``results/multi/<case>/<platform>/``:
-``pareto`` (step 1, one job per network: ``pareto/<net>.parquet`` + ``tasks/<net>.parquet``) -> ``powerfit``
+``pareto`` (step 1, one job per network: ``pareto/<net>.parquet`` + ``tasks/<net>.parquet``, every board profile a
+row of ``cache/step1-<net>.parquet`` in the store's schema) -> ``powerfit``
 (idle and dynamic power sweeps over the DVFS tables -> ``powerfit.json``) -> ``combine`` (one job per FSM x
 method -> ``combine/<fsm>-<method>.json``) -> ``freqtable`` (step 3 -> ``freqtable/<fsm>-<method>.parquet``) ->
 ``deploy`` (the periodic multi-app simulation -> ``deploy/<fsm>-<method>.parquet``) -> ``report`` (``multi.md``,
@@ -71,7 +72,7 @@ def _meta(settings, seed: int) -> dict:
 def pareto(mdir: str, network: str) -> dict:
     """Step 1 for one network: its Pareto mappings and their task profiles."""
     from dse.systems.multi.networks import network_backend
-    from dse.systems.multi.pareto import step1
+    from dse.systems.multi.pareto import evaluators, step1
 
     settings, platform = load_step1(mdir)
     seed = settings.seed
@@ -80,8 +81,11 @@ def pareto(mdir: str, network: str) -> dict:
     def progress(i, total):
         say(f"[pareto {network}] {i}{'/' + str(total) if total else ''} candidates")
 
-    front, tasks, summary, candidates = step1(backend, settings, progress=progress)
     out = Path(mdir)
+    objectives, wcet = evaluators(backend, settings, out / "cache" / f"step1-{network}.parquet")
+    front, tasks, summary, candidates = step1(objectives, wcet, settings, progress=progress)
+    say(f"[pareto {network}] {objectives.measured + wcet.measured} profiles recorded, "
+        f"{objectives.reused + wcet.reused} answered by {objectives.store}")
     write_bytes_atomic(out / "candidates" / f"{network}.parquet", candidates.to_parquet(index=False))
     write_bytes_atomic(out / "pareto" / f"{network}.parquet", front.to_parquet(index=False))
     write_bytes_atomic(out / "tasks" / f"{network}.parquet", tasks.to_parquet(index=False))

@@ -9,6 +9,10 @@ analysis assumes one task per DLA stage (l. 1188, 1194). Small spaces are enumer
 ones are searched with the thesis' GA (uniform crossover, one-point mutation, random parents in Ch. 4,
 lexicase in Ch. 5, l. 1824) with NSGA-II survivors and an archive of every evaluated candidate. Each front member is then profiled task by task (per-kernel
 GPU times, one time per DLA stage, CPU pre/post) for its WCETs.
+
+Every profile is a board measurement through the evaluator (``dse.systems.multi.backend``): the search profiles
+each candidate it looks at and then records them all in one write (the GA asks for one candidate at a time, and a
+rewrite of the job's file per candidate would cost more than the profiles).
 """
 from __future__ import annotations
 
@@ -50,18 +54,29 @@ def config_of(backend, option: str, cuts, settings) -> Configuration:
                          input_size=settings.input_size, model_digest=getattr(backend.analysis, "digest", ""))
 
 
-def evaluate_candidate(backend, option: str, cuts, settings, runs: int) -> Candidate:
-    """Objectives of one candidate from a short task profile, or why it is rejected."""
-    cfg = config_of(backend, option, cuts, settings)
-    reason = backend.check(cfg)
-    if reason is None:
-        planned = backend.plan(cfg)
-        if planned.fallback_layers:
-            reason = f"{planned.fallback_layers} DLA layer(s) fall back to the GPU"
-    n_dla = sum(1 for s in backend.platform.options[option].stages if s.pe_type == "dla")
+def evaluators(backend, settings, store=None):
+    """(objectives, wcet): the evaluators of a network's two step-1 profiles, a candidate's short one at
+    ``objective_runs`` and a front member's WCET profile at ``runs``, both recording into ``store`` (None: in
+    memory only)."""
+    from dse.evaluate import Evaluator
+    from dse.systems.multi.backend import TaskProfileBackend
+
+    rule = settings.pareto.get("wcet_rule", "max6sigma")
+    out = []
+    for runs in (int(settings.pareto.get("objective_runs", 20)), int(settings.pareto.get("runs", 300))):
+        profiler = TaskProfileBackend(backend, runs, rule)
+        out.append(Evaluator(profiler, store, seed=backend.settings.seed, context=profiler.context))
+    return tuple(out)
+
+
+def evaluate_candidate(profiler, option: str, cuts, settings) -> Candidate:
+    """Objectives of one candidate from its short task profile (``profiler``: a
+    ``dse.systems.multi.backend.TaskProfileBackend``), or why it is rejected."""
+    cfg = config_of(profiler.board, option, cuts, settings)
+    n_dla = sum(1 for s in profiler.platform.options[option].stages if s.pe_type == "dla")
+    reason, prof = profiler.take_profile(cfg)
     if reason:
         return Candidate(option, tuple(cuts), None, reason, n_dla)
-    prof = backend.profile_tasks(cfg, runs=runs, wcet_rule=settings.pareto.get("wcet_rule", "max6sigma"))
     e, busy = prof.energy_j, prof.busy_us
     m = {"latency_us": float(prof.latency_us), "e_gpu_j": float(e.get("gpu", 0.0)), "e_dla_j": float(e.get("dla", 0.0)),
          "et_gpu_us": float(busy.get("gpu", 0.0)), "et_dla_us": float(busy.get("dla", 0.0)),
@@ -96,19 +111,19 @@ def enumerate_candidates(analysis, platform, options):
                 yield o, cuts
 
 
-def search_front(backend, settings, *, progress=None) -> tuple[list[Candidate], dict]:
-    """Every candidate evaluated (exhaustive mode) or every one the GA evaluated, and a summary of the search."""
-    analysis, platform = backend.analysis, backend.platform
+def search_front(profiler, settings, *, progress=None) -> tuple[list[Candidate], dict]:
+    """Every candidate evaluated (exhaustive mode) or every one the GA evaluated, and a summary of the search;
+    ``profiler`` profiles them (the objectives evaluator's backend)."""
+    analysis, platform = profiler.board.analysis, profiler.platform
     options = list(settings.pareto.get("options") or ["A", "B", "C", "D", "E"])
-    runs = int(settings.pareto.get("objective_runs", 20))
     sizes = candidate_space(analysis, platform, options)
     total = sum(sizes.values())
     limit = int(settings.pareto.get("exhaustive_max", 20000))
     if total <= limit:
-        cands = [evaluate_candidate(backend, o, c, settings, runs)
+        cands = [evaluate_candidate(profiler, o, c, settings)
                  for o, c in _progress(enumerate_candidates(analysis, platform, options), total, progress)]
         return cands, {"mode": "exhaustive", "space": total, "evaluated": len(cands)}
-    return _ga_front(backend, settings, options, runs, total, progress)
+    return _ga_front(profiler, settings, options, total, progress)
 
 
 def _progress(it, total, progress):
@@ -118,14 +133,14 @@ def _progress(it, total, progress):
         yield x
 
 
-def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[Candidate], dict]:
+def _ga_front(profiler, settings, options, total, progress) -> tuple[list[Candidate], dict]:
     """The thesis' step-1 GA: chromosome [c1, c2, c3, option] over the feasible cut positions (l. 1188-1192)."""
     from deap import tools
 
     from dse.search.ga_common import min_types, pairs_toolbox, repair_cuts, run_pairs
     from dse.search.space import SearchSpace
 
-    analysis, platform = backend.analysis, backend.platform
+    analysis, platform = profiler.board.analysis, profiler.platform
     space = SearchSpace(n_layers=len(analysis.layers), feasible_cuts=analysis.feasible_cuts,
                         check_cuts=lambda c: analysis.check_cuts(list(c)),
                         stage_pe_types={o: [s.pe_type.upper() for s in platform.options[o].stages] for o in options})
@@ -150,7 +165,7 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
         if key is None:
             return (float("inf"),) * n_obj
         if key not in memo:
-            memo[key] = evaluate_candidate(backend, *key, settings, runs)
+            memo[key] = evaluate_candidate(profiler, *key, settings)
             if progress is not None and len(memo) % 200 == 0:
                 progress(len(memo), None)
         c = memo[key]
@@ -162,7 +177,7 @@ def _ga_front(backend, settings, options, runs, total, progress) -> tuple[list[C
     toolbox = pairs_toolbox(sizes, ind_t, evaluate, select, tools.selNSGA2)
     pop_n = int(settings.pareto.get("population", 65))
     out = run_pairs(toolbox, pop_n, int(settings.pareto.get("generations", 200)), settings.ga.get("seed", 0),
-                    f"pareto:{backend.settings.benchmark}")
+                    f"pareto:{profiler.settings.benchmark}")
     return list(memo.values()), {"mode": "ga", "space": total, "evaluated": len(memo),
                                  "generations": out.generations, "population": pop_n}
 
@@ -175,10 +190,14 @@ def candidates_frame(network: str, cands: list[Candidate], front: list[Candidate
                           "rejected": c.reason, "pareto": (c.option, c.cuts) in on_front} for c in cands])
 
 
-def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+def step1(objectives, wcet, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """(pareto, tasks, summary, candidates) of one network: one row per Pareto mapping, one row per task of each,
-    one row per evaluated candidate."""
-    cands, summary = search_front(backend, settings, progress=progress)
+    one row per evaluated candidate. ``objectives``, ``wcet``: the evaluators of ``evaluators``."""
+    profiler = objectives.backend
+    backend = profiler.board
+    cands, summary = search_front(profiler, settings, progress=progress)
+    objectives.evaluate_many([(config_of(backend, c.option, c.cuts, settings), 0) for c in cands],
+                             phase="objectives", strategy=summary["mode"])
     ok = [c for c in cands if c.objectives is not None]
     summary.update(feasible=len(ok), rejected=len(cands) - len(ok))
     if not ok:
@@ -187,11 +206,11 @@ def step1(backend, settings, *, progress=None) -> tuple[pd.DataFrame, pd.DataFra
                        f"({'; '.join(reasons)})")
     front = [ok[i] for i in nondominated(np.array([c.objectives for c in ok]))]
     front.sort(key=lambda c: c.objectives)
-    runs = int(settings.pareto.get("runs", 300))
-    rule = settings.pareto.get("wcet_rule", "max6sigma")
+    configs = [config_of(backend, c.option, c.cuts, settings) for c in front]
+    wcet.evaluate_many([(cfg, 0) for cfg in configs], phase="wcet", strategy=summary["mode"])
     prow, trows = [], []
-    for mid, c in enumerate(front):
-        prof = backend.profile_tasks(config_of(backend, c.option, c.cuts, settings), runs=runs, wcet_rule=rule)
+    for mid, (c, cfg) in enumerate(zip(front, configs)):
+        _, prof = wcet.backend.take_profile(cfg)
         stages = prof.to_stage_models()
         dla_wcets = [s.wcet_us for s in stages if s.kind == "dla"]
         prow.append({"network": backend.settings.benchmark, "mapping": mid, "option": c.option,

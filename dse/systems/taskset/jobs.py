@@ -6,8 +6,9 @@ with ``campaign/<scenario>.json`` (settings, seed, versions, wall time, how each
 ``taskset.parquet`` (success ratio and mean instances per scenario x configuration x threshold), ``taskset.md``
 and ``plots/<scenario>.png``. A table with ``measure`` instead of ``variants`` (``config/taskset/zoo-xavier.yaml``)
 is measured first, by a job of its own: ``variants.yaml`` (what the campaigns read) and ``variants.parquet`` (every
-network x option, with how it was obtained and whether it is kept). ``dse taskset run`` runs one scenario into the
-same files."""
+network x option, with how it was obtained and whether it is kept), built from the measurements the evaluator
+keeps in ``cache/variants.parquet`` (the store's schema). ``dse taskset run`` runs one scenario into the same
+files."""
 from __future__ import annotations
 
 import json
@@ -102,7 +103,8 @@ def _load(tdir: str, scenario: str):
 
 
 def measure(tdir: str, progress=None) -> pd.DataFrame:
-    """The variants of a ``measure`` table -> ``variants.yaml`` (unit, frame, variants) + ``variants.parquet``."""
+    """The variants of a ``measure`` table -> ``variants.yaml`` (unit, frame, variants) + ``variants.parquet``; every
+    variant a row of ``cache/variants.parquet``, which answers a rerun of the same measurements."""
     import yaml
 
     from dse.store.schema import versions
@@ -115,7 +117,7 @@ def measure(tdir: str, progress=None) -> pd.DataFrame:
     spec = MeasureSpec.from_dict(node["measure"])
     frame_ms = VariantTable.from_dict(node, measured_later=True).frame_ms
     t0 = time.perf_counter()
-    variants, rows = measure_variants(spec, frame_ms, progress)
+    variants, rows = measure_variants(spec, frame_ms, progress, store=Path(tdir) / "cache" / "variants.parquet")
     doc = {"unit": "ms", "frame": frame_ms, "variants": variants}
     head = (f"# Measured by dse.systems.taskset.measured in {time.perf_counter() - t0:.1f} s: {json.dumps(spec.to_dict())}\n"
             f"# versions: {json.dumps(versions())}\n")

@@ -13,19 +13,22 @@ Per network (a task type) and option, one job's time at batch 1:
   working at once can give: the seed wins. A frame check on this time ignores the pipeline's fill (at most one
   stage of the first dla2 job per frame);
 - ``cpu2/4/6``: k cores, from the board's CPU cost model (``cpu: sim``) or, for real, an ONNX Runtime session
-  with k intra-op threads pinned to k of this host's cores (``cpu: ort``; a k above the host's cores is left
-  out and said so).
+  with k intra-op threads pinned to k of this host's cores (``cpu: ort``; a k above the host's cores is no
+  variant: its measurement is refused, with the reason).
 
 Like Table 4, ``U_min/U_max = (1 -/+ spread) x`` the time (the seed's +-15 %), and an option whose ``U_max``
-exceeds the frame is no variant (Table 4's "x")."""
+exceeds the frame is no variant (Table 4's "x").
+
+Each time is the measurement of a configuration by ``dse.systems.taskset.backend`` through the evaluator, so a
+job's store answers a rerun (an ONNX Runtime time is not taken twice) and its rows sit beside every other target's.
+The table is built from those measurements alone: times in ms as stored (the us columns are ms x 1000)."""
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import pandas as pd
 
+from dse.core.measurement import Measurement
 from dse.core.validate import bounded_int
 from dse.systems.taskset.errors import TasksetError
 from dse.systems.taskset.variants import OPTIONS
@@ -105,102 +108,68 @@ class MeasureSpec:
         return {**asdict(self), "networks": list(self.networks), "cpu_cores": list(self.cpu_cores)}
 
 
-def dla_split_us(cost, feasible_cuts, precision: str) -> tuple[float, int, float, float]:
-    """(per-job time on each core, cut, stage 1, stage 2) of the best DLA0 -> DLA1 pipeline split (us)."""
-    n = cost.table.n
-    best = (np.inf, -1, np.nan, np.nan)
-    for c in feasible_cuts:
-        if not 0 <= c < n - 1:
-            continue
-        s1 = cost.dla_stage(0, c, precision, 1).total_us
-        s2 = cost.dla_stage(c + 1, n - 1, precision, 1).total_us
-        if max(s1, s2) < best[0]:
-            best = (max(s1, s2), int(c), s1, s2)
-    return best
-
-
-def ort_cpu_us(model, k: int, repeats: int, warmup: int = 3, seed: int = 0) -> float:
-    """Median wall time (us) of the whole network in an ONNX Runtime session with ``k`` intra-op threads, run
-    from a thread pinned to ``k`` of this host's cores (its pool inherits the mask)."""
-    import onnxruntime as ort
-
-    from dse.runtime.task_profile import random_inputs
-    from dse.platform.cpu_groups import usable_cores
-    from dse.runtime.engine import run_pinned
-    from dse.runtime.ort_engine import make_session_options
-
-    feed_values = random_inputs(model, seed)
-
-    def timed():
-        session = ort.InferenceSession(model.SerializeToString(), make_session_options(k),
-                                       providers=["CPUExecutionProvider"])
-        feed = {i.name: feed_values[i.name] for i in session.get_inputs()}
-        samples = []
-        for i in range(warmup + repeats):
-            t0 = time.perf_counter()
-            session.run(None, feed)
-            if i >= warmup:
-                samples.append((time.perf_counter() - t0) * 1e6)
-        return float(np.median(samples))
-
-    return run_pinned(usable_cores()[:k], timed, f"variant-cpu{k}")
-
-
-def network_times_us(spec: MeasureSpec, network: str, platform) -> list[dict]:
-    """One row per option of one network: the time (us) and how it was obtained."""
-    from dse.backends.sim.cost import CostModel
-    from dse.backends.sim.cpu_cost import layer_times_us
-    from dse.graph.layers import frame_of, layer_table
+def analysed(spec: MeasureSpec, network: str):
+    """(analysis, measure settings) of one network at batch 1 and the spec's input size (or its own)."""
+    from dse.backends.base import MeasureSettings
     from dse.config import compose_config
     from dse.network import load_analysis
 
     overrides = [f"benchmark={network}", "batch=1", f"seed={spec.seed}"]
     if spec.input_size is not None:
         overrides.append(f"benchmark.input_size={spec.input_size}")
-    analysis = load_analysis(compose_config(overrides))
-    table = layer_table(frame_of(analysis), digest=analysis.digest)
-    full, part = CostModel(platform, table), CostModel(platform, table, sm_fraction=spec.sm_fraction)
-    n = table.n
+    cfg = compose_config(overrides)
+    return load_analysis(cfg), MeasureSettings.from_config(cfg)
+
+
+def variant_rows(network: str, measured: list[Measurement]) -> list[dict]:
+    """One row per option of one network from its measurements (refused ones are no variant): the time (us) and
+    how it was obtained; of dla2's splits the first with the shortest per-job time."""
+    from dse.systems.taskset.backend import job_ms
+
+    best: dict[str, Measurement] = {}
+    for m in measured:
+        if m.ok and (m.config.option not in best or job_ms(m) < job_ms(best[m.config.option])):
+            best[m.config.option] = m
     rows = []
-
-    def row(option, us, source, **detail):
-        rows.append({"type": network, "option": option, "us": float(us), "source": source, **detail})
-
-    row("rc8", full.gpu_stage(0, n - 1, "fp32", 1).total_us, "sim")
-    row("rc4", part.gpu_stage(0, n - 1, "fp32", 1).total_us, "sim", sm_fraction=spec.sm_fraction)
-    row("tc8", full.gpu_stage(0, n - 1, spec.tc_precision, 1).total_us, "sim")
-    row("tc4", part.gpu_stage(0, n - 1, spec.tc_precision, 1).total_us, "sim", sm_fraction=spec.sm_fraction)
-    if platform.cost.dla is not None:
-        one = full.dla_stage(0, n - 1, spec.dla_precision, 1)
-        row("dla1", one.total_us, "sim", fallback_layers=one.fallback_layers, fallback_us=one.fallback_us)
-        us, cut, s1, s2 = dla_split_us(full, analysis.feasible_cuts, spec.dla_precision)
-        if np.isfinite(us):
-            row("dla2", us, "sim", cut=cut, stage1_us=s1, stage2_us=s2)
-    if spec.cpu == "sim":
-        for k in spec.cpu_cores:
-            row(f"cpu{k}", layer_times_us(platform, analysis, f"cpu{k}", "fp32").sum(), "sim")
-    else:
-        from dse.platform.cpu_groups import usable_cores
-
-        for k in spec.cpu_cores:
-            if k <= len(usable_cores()):
-                row(f"cpu{k}", ort_cpu_us(analysis.weighted_model(), k, spec.repeats, seed=spec.seed), "ort")
-    return sorted(rows, key=lambda r: OPTIONS.index(r["option"]))     # Table 4's column order
+    for option in sorted(best, key=OPTIONS.index):       # Table 4's column order
+        m = best[option]
+        extra = dict(m.config.extra)
+        detail: dict = {}
+        if "sm_fraction" in extra:
+            detail["sm_fraction"] = float(extra["sm_fraction"])
+        if option == "dla1":
+            detail["fallback_layers"] = m.fallback_layers
+        if option == "dla2":
+            detail.update(cut=m.config.cuts[0], stage1_us=m.stage_ms[0] * 1e3, stage2_us=m.stage_ms[1] * 1e3)
+        rows.append({"type": network, "option": option, "us": job_ms(m) * 1e3, "source": extra.get("cpu", "sim"),
+                     **detail, "ms": job_ms(m)})
+    return rows
 
 
-def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None) -> tuple[dict, pd.DataFrame]:
+def measure_variants(spec: MeasureSpec, frame_ms: float, progress=None, store=None) -> tuple[dict, pd.DataFrame]:
     """(the ``variants`` node of a table, in ms, one row per network x option with the time, the range and
-    whether it is kept). An option whose U_max is over the frame is dropped; a network left with none fails."""
+    whether it is kept). Every variant is measured through the evaluator (``dse.systems.taskset.backend``) into
+    ``store`` (None: in memory only). An option whose U_max is over the frame is dropped; a network left with
+    none fails, and so does a measurement that failed (its row stays in the store, to be measured again)."""
+    from dse.evaluate import Evaluator
     from dse.platform import load_platform
+    from dse.systems.taskset.backend import VariantBackend
 
     platform = load_platform(spec.platform)
     rows = []
     for i, network in enumerate(spec.networks):
-        rows += network_times_us(spec, network, platform)
+        backend = VariantBackend(spec, platform, *analysed(spec, network))
+        evaluator = Evaluator(backend, store, seed=spec.seed, context=backend.context)
+        measured = evaluator.evaluate_many([(c, 0) for c in backend.configurations()], phase="variants",
+                                           strategy="exhaustive")
+        failed = [m for m in measured if m.status == "error"]
+        if failed:
+            raise TasksetError(f"network {network}: {failed[0].config.option} failed to measure: {failed[0].reason}")
+        rows += variant_rows(network, measured)
         if progress:
             progress(i + 1, len(spec.networks))
     frame = pd.DataFrame(rows)
-    frame["ms"] = frame.us / 1e3
+    frame["ms"] = frame.pop("ms")      # after every option's details
     frame["u_min"] = frame.ms * (1 - spec.spread)
     frame["u_max"] = frame.ms * (1 + spec.spread)
     frame["kept"] = frame.u_max <= frame_ms
