@@ -1,0 +1,162 @@
+"""A hostile user's inputs at the command line: every one ends with a non-zero exit code, one line of error that
+names the bad value (and the valid choices where there are some), and nothing written.
+
+The workflow's own bad inputs (planning refuses before any job runs) are in tests/workflow/test_pipeline.py.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dse.cli import main
+
+TINY = ["benchmark=tiny-chain"]
+A_CUT = "--cuts=4"            # feasible on tiny-chain (`dse inspect tiny-chain`)
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """Bad files a user might point the tools at (made before the case, so they do not count as written)."""
+    d = tmp_path / "inputs"
+    d.mkdir()
+    (d / "text.onnx").write_text("this is not a model\n")
+    (d / "empty.onnx").write_bytes(b"")
+    from dse.zoo import build_network
+
+    whole = build_network("tiny-chain").SerializeToString()
+    (d / "truncated.onnx").write_bytes(whole[: len(whole) // 3])
+    (d / "nofilters.cfg").write_text("[net]\nwidth=32\nheight=32\nchannels=3\n\n[convolutional]\nsize=3\n")
+    (d / "adir").mkdir()
+    (d / "afile").write_text("x")
+    (d / "notyaml.yaml").write_text("config: [unclosed\n")
+    cfg = {"benchmark": "yolov4", "platform": "xavier-agx-sim", "option": "PND-B", "cuts": [52, 134],
+           "streams": [1, 4, 3], "buffers": 8, "pre_threads": 1, "post_threads": 1, "precision": "int8",
+           "batch": 1, "input_size": 416}
+    for name, change in {"infeasible": {}, "fp32dla": {"cuts": [64, 187], "precision": "fp32"},
+                         "malformed": {"cuts": ["a", 3]}, "host": {"platform": "host-cpu", "option": "1-1", "precision": "fp32",
+                                                                     "cuts": [64], "streams": [1, 1]}}.items():
+        (d / f"{name}.yaml").write_text(yaml.safe_dump({"config": {**cfg, **change}}))
+    return d
+
+
+CASES = [
+    # --- Hydra overrides (any command that composes the config) ---------------------------------------------
+    (["config", "show", "benchmark=yolov9"], 2, "unknown benchmark 'yolov9'; valid choices: alexnet, cspnet"),
+    (["config", "show", "platform=tx9"], 2, "unknown platform 'tx9'; valid choices:"),
+    (["config", "show", "precision=fp8"], 2, "valid choices: fp16, fp32, int8"),
+    (["config", "show", "foo=1"], 2, "unknown key 'foo'"),
+    (["config", "show", "+foo=1"], 2, "unknown key 'foo' in the top level; valid keys: benchmark"),
+    (["config", "show", "+benchmark.colour=red"], 2, "unknown key 'colour' in benchmark; valid keys: name"),
+    (["config", "show", "benchmark.inputsize=3"], 2, "valid keys of benchmark: application"),
+    (["config", "show", "benchmark.input_size=500"], 2, "multiple of 32, got 500"),
+    (["config", "show", "benchmark.input_size=0"], 2, "benchmark.input_size must be an integer in 32..8,192, got 0"),
+    (["config", "show", "benchmark.preprocess=crop"], 2, "valid choices: letterbox, resize"),
+    (["config", "show", "precision"], 2, "override 'precision' is not key=value"),
+    (["config", "show", "batch=0"], 2, "batch must be an integer in 1..4,096, got 0"),
+    (["config", "show", "batch=100000"], 2, "batch must be an integer in 1..4,096, got 100000"),
+    (["config", "show", "batch=abc"], 2, "batch must be an integer in 1..4,096, got 'abc'"),
+    (["config", "show", "seed=-1"], 2, "seed must be an integer in 0..4,294,967,295, got -1"),
+    (["config", "show", "seed=1.5"], 2, "seed must be an integer in 0..4,294,967,295, got 1.5"),
+    (["config", "show", "benchmark.warmup=-5"], 2, "benchmark.warmup must be an integer in 0..1,000,000, got -5"),
+    (["config", "show", "benchmark.warmup=x"], 2, "benchmark.warmup must be an integer in 0..1,000,000, got 'x'"),
+    (["config", "show", "benchmark.sample_size=0"], 2, "benchmark.sample_size must be an integer in 1..1,000,000"),
+    (["config", "show", "benchmark.sample_size=100000000"], 2, "got 100000000"),
+    (["config", "show", "search.options=[A"], 2, "unbalanced brackets in override 'search.options=[A'"),
+    (["config", "show", "search.options=A]"], 2, "unbalanced brackets in override 'search.options=A]'"),
+    (["config", "show", "[search.options=[A,B]"], 2, "unbalanced brackets"),
+    (["config", "show", "platform.dla_rulez=1"], 2, "valid keys of platform: backend, board_model, contention, cost"),
+    (["config", "show", "platform.limits.max_foo=1"], 2, "valid keys of platform.limits: max_batch"),
+    (["config", "show", "platform=host-cpu", "platform.corez=[0]"], 2, "valid keys of platform: backend"),
+    # --- dse measure: refused configurations (exit 1) and bad input (exit 2) --------------------------------
+    (["measure", *TINY, "--option", "Z"], 1, "unknown mapping option 'Z' for xavier-agx-sim; valid choices: A"),
+    (["measure", *TINY, "--option", "A", "--cuts", "5000", "--streams", "2,2"], 1, "cuts [5000] out of range"),
+    (["measure", *TINY, "--option", "B", "--cuts", "6,4", "--streams", "1,1,1"], 1, "strictly increasing"),
+    (["measure", *TINY, "--option", "A", "--cuts", "a,b"], 2, "--cuts must be comma-separated integers"),
+    (["measure", *TINY, "--streams", "1,1"], 1, "streams [1, 1] has 2 entries"),
+    (["measure", *TINY, "--buffers", "100000000"], 1, "buffers 100000000 exceeds the limit of 256"),
+    (["measure", *TINY, "--pre", "100000"], 1, "pre_threads 100000 exceeds the limit of 32"),
+    (["measure", *TINY, "--post", "0"], 1, "post_threads must be >= 1, got 0"),
+    (["measure", *TINY, "--buffers", "-1"], 1, "buffers must be >= 1, got -1"),
+    (["measure", *TINY, "--streams", "100"], 1, "streams of a stage 100 exceeds the limit of 16"),
+    (["measure", *TINY, "precision=fp32", "--option", "A", A_CUT, "--streams", "2,2"], 1, "cannot run FP32"),
+    (["measure", *TINY, "--option", "PND-A", A_CUT, "--streams", "1,1"], 1, "needs at least 2 streams, got 1"),
+    (["measure", *TINY, "--option", "A", "--cuts", "0", "--streams", "2,2"], 1, "infeasible cuts [0]"),
+    (["measure", *TINY, "batch=300"], 1, "batch 300 exceeds the limit of 256"),
+    (["measure", "benchmark.model={in}/text.onnx"], 2, "text.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/empty.onnx"], 2, "empty.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/truncated.onnx"], 2, "truncated.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/nope.onnx"], 2, "nope.onnx"),
+    (["measure", "benchmark.model={in}/nofilters.cfg"], 2, "missing required option 'filters'"),
+    (["measure", *TINY, "--gantt", "{in}/adir"], 2, "adir is a directory: give a file path"),
+    (["measure", *TINY, "platform=host-cpu", "precision=int8"], 2, "runs precision(s) fp32, not int8"),
+    (["measure", *TINY, "platform=xavier-agx"], 2, "INT8 engines need the network's TensorRT calibration cache"),
+    (["measure", *TINY, "benchmark.image_dir={in}/nowhere"], 2, "benchmark.image_dir"),
+    (["measure", *TINY, "benchmark.calibration_cache={in}/nowhere.cache"], 2, "benchmark.calibration_cache"),
+    (["measure", *TINY, "platform.transport.kind=pigeon"], 2, "unknown key 'platform.transport.kind'"),
+    (["measure", *TINY, "platform=xavier-agx", "precision=fp16", "platform.transport.kind=pigeon"], 2,
+     "unknown transport kind 'pigeon'; valid choices: local, ssh"),
+    (["measure", *TINY, "platform=xavier-agx", "precision=fp16", "platform.transport.kind=ssh"], 2,
+     "transport ssh needs a host"),
+    # --- dse inspect / partition / zoo -----------------------------------------------------------------------
+    (["inspect", "{in}/nope.onnx"], 2, "nope.onnx' not found"),
+    (["inspect", "{in}/text.onnx"], 2, "text.onnx is not an ONNX model"),
+    (["inspect", "{in}/adir"], 2, "adir is not an ONNX model: it is a directory"),
+    (["inspect", "tiny-chain", "--input-shape", "x:1xax3"], 2, "x:1xax3"),
+    (["partition", "tiny-chain", "--cuts", "6,4", "-o", "out"], 2, "strictly increasing"),
+    (["partition", "tiny-chain", "--cuts", "10000", "-o", "out"], 2, "out of range"),
+    (["partition", "tiny-chain", "--cuts", "0", "-o", "out"], 2, "splits the fused chain"),
+    (["partition", "tiny-chain", A_CUT, "-o", "{in}/afile"], 2, "afile is a file: give a directory"),
+    (["zoo", "build", "yolov9", "-o", "x.onnx"], 2, "unknown network 'yolov9'; valid choices:"),
+    (["zoo", "build", "tiny-chain", "-o", "{in}/adir"], 2, "adir is a directory: give a file path"),
+    (["zoo", "build", "{in}/nofilters.cfg", "-o", "x.onnx"], 2, "missing required option 'filters'"),
+    # --- dse export -------------------------------------------------------------------------------------------
+    (["export", "jedi", "{in}/missing.yaml"], 2, "missing.yaml' not found"),
+    (["export", "trtexec", "{in}/infeasible.yaml"], 2, "infeasible cuts [52, 134]"),
+    (["export", "trtexec", "{in}/fp32dla.yaml"], 2, "cannot run FP32"),
+    (["export", "jedi", "{in}/malformed.yaml"], 2, "malformed configuration fields"),
+    (["export", "jedi", "{in}/host.yaml", "--layers", "100"], 2, "need GPU/DLA pipeline stages"),
+    (["export", "jedi", "{in}/notyaml.yaml"], 2, "cannot parse"),
+    # --- other commands ---------------------------------------------------------------------------------------
+    (["calibrate", "--platform", "nope"], 2, "unknown platform 'nope'; valid choices:"),
+    (["workflow", "maximize", "{in}/norun-b1-64"], 2, "config/platform.yaml is missing"),
+    (["workflow", "explore", "{in}/norun-b1-64"], 2, "workflow explore needs --option"),
+]
+
+
+@pytest.mark.parametrize("argv, code, message", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_is_one_line_error_and_writes_nothing(inputs, tmp_path, capsys, argv, code, message):
+    argv = [a.replace("{in}", str(inputs)) for a in argv]
+    before = _files(tmp_path)
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert message.replace("{in}", str(inputs)) in err[0]
+    assert _files(tmp_path) == before, "a refused input wrote files"
+
+
+def test_the_suite_is_big_enough():
+    """The reliability issue asked for at least 60 bad inputs across the CLI and the workflow."""
+    from tests.workflow.test_pipeline import BAD_OVERRIDES
+
+    assert len(CASES) + len(BAD_OVERRIDES) >= 60
+
+
+def test_argparse_errors_are_usage_plus_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["measure", *TINY, "--bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("unrecognized arguments: --bogus") and err[0].startswith("usage:")
+
+
+def test_an_unwritable_location_is_one_line(capsys):
+    """Writing where nobody may (or a full disk: the same OSError path) is an error line, not a traceback."""
+    assert main(["zoo", "build", "tiny-chain", "-o", "/proc/dse-cannot-write-here.onnx"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot access")
