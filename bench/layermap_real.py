@@ -145,7 +145,8 @@ def main() -> None:
     ap.add_argument("--cores", nargs="+", type=int, default=sorted(os.sched_getaffinity(0))[:2])
     ap.add_argument("--frames", type=int, default=1000)
     ap.add_argument("--busy-neighbours", action="store_true",
-                    help="profile each core count with the other PE cores running the network (ProfileTable.from_ort)")
+                    help="profile each core count with the other PE cores running the network "
+                         "(dse.runtime.task_profile.profile_from_ort)")
     ap.add_argument("--prepost", action="store_true",
                     help="pre-process every frame on the PE cores too (default: each image once, then reused)")
     ap.add_argument("--screen", action="store_true",
