@@ -60,7 +60,7 @@ class Comparison:
 
     def __init__(self, run: str | Path, settings: CompareSettings | None = None):
         self.ctx = RunContext(Path(run))
-        self.settings = settings or CompareSettings.from_cfg(self.ctx.part("compare"))
+        self.settings = settings or CompareSettings.from_dict(self.ctx.part("compare"))
         self.backend = self.ctx.make_backend(with_baseline_options(self.ctx.platform))
         from dse.workflow.space import space_of
 

@@ -42,7 +42,7 @@ class CompareSettings:
                 "exhaustive_cap": self.exhaustive_cap, "exhaustive_max_cuts": self.exhaustive_max_cuts}
 
     @classmethod
-    def from_cfg(cls, node, seed: int = 0) -> "CompareSettings":
+    def from_dict(cls, node, seed: int = 0) -> "CompareSettings":
         d = OmegaConf.to_container(node, resolve=True) if node is not None and not isinstance(node, dict) else dict(node or {})
         check_keys(d, cls.__dataclass_fields__, "compare setting")
         out = cls()

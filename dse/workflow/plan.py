@@ -73,7 +73,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
                                  ("search.max_post", settings.max_post, "max_threads")])
     if reason:
         raise DseError(reason)
-    compare = CompareSettings.from_cfg(cfg.get("compare"), seed=int(cfg.seed))
+    compare = CompareSettings.from_dict(cfg.get("compare"), seed=int(cfg.seed))
     parts.update(search=settings.to_dict(), energy=energy.to_dict(), compare=compare.to_dict())
     return parts, options, {**refused, "pipeline": ""}
 

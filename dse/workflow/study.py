@@ -45,7 +45,7 @@ def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
 
     overrides = split_overrides(snakemake_config.get("overrides"))
     cfg = compose_config(overrides)
-    settings = StudySettings.from_config(cfg.study)
+    settings = StudySettings.from_dict(cfg.study)
     runs: dict[str, RunPlan] = {}
     points = []
     for point in settings.points():
@@ -75,7 +75,7 @@ def plan_study_point(snakemake_config: dict, run: str) -> RunPlan | None:
 
     overrides = split_overrides(snakemake_config.get("overrides"))
     cfg = compose_config(overrides)
-    settings = StudySettings.from_config(cfg.study)
+    settings = StudySettings.from_dict(cfg.study)
     words = set(Path(run).parts) | set(Path(run).name.split("-"))
     candidates = [p for p in settings.points() if run.startswith(settings.results_dir(cfg.results_dir, p) + "/")]
     candidates.sort(key=lambda p: -sum(str(v) in words for v in p.values.values()))

@@ -36,7 +36,7 @@ class StudySettings:
     overrides: tuple[str, ...]   # applied to every point (e.g. a smaller search)
 
     @classmethod
-    def from_config(cls, node) -> "StudySettings":
+    def from_dict(cls, node) -> "StudySettings":
         from omegaconf import OmegaConf
 
         raw = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)

@@ -125,7 +125,7 @@ def test_comparison_runs_the_optuna_methods_with_the_random_budget(compared):
 def test_methods_by_slug_and_bad_names():
     from dse.workflow.compare import CompareSettings
 
-    s = CompareSettings.from_cfg({"methods": ["optuna-tpe", "Optuna random"]})
+    s = CompareSettings.from_dict({"methods": ["optuna-tpe", "Optuna random"]})
     assert s.methods == ("Optuna TPE", "Optuna random")
     with pytest.raises(DseError, match="'optuna-cmaes'.*Optuna TPE"):
-        CompareSettings.from_cfg({"methods": ["optuna-cmaes"]})
+        CompareSettings.from_dict({"methods": ["optuna-cmaes"]})

@@ -14,7 +14,7 @@ GRID = {"benchmarks": ["tiny-chain", "tiny-residual"], "precisions": ["fp16", "i
 
 
 def test_points_cover_the_grid_in_order():
-    s = StudySettings.from_config({"name": "g", "grid": GRID, "overrides": ["search.top_k=2"]})
+    s = StudySettings.from_dict({"name": "g", "grid": GRID, "overrides": ["search.top_k=2"]})
     points = s.points()
     assert len(points) == 8
     assert points[0].overrides == ("search.top_k=2", "benchmark=tiny-chain", "precision=fp16", "seed=0")
@@ -31,12 +31,12 @@ def test_points_cover_the_grid_in_order():
 ])
 def test_bad_grid_is_refused_by_name(grid, overrides, match):
     with pytest.raises(DseError, match=match):
-        StudySettings.from_config({"name": "g", "grid": grid, "overrides": overrides})
+        StudySettings.from_dict({"name": "g", "grid": grid, "overrides": overrides})
 
 
 def test_unknown_study_key_is_refused():
     with pytest.raises(DseError, match="unknown key 'grids' in study"):
-        StudySettings.from_config({"name": "g", "grids": GRID})
+        StudySettings.from_dict({"name": "g", "grids": GRID})
 
 
 def test_plan_places_each_point_under_the_study():
