@@ -6,6 +6,7 @@ and before any job runs.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -172,6 +173,16 @@ def validate(cfg: DictConfig) -> None:
     bounded_int(b.sample_size, "benchmark.sample_size", 1, MAX_SAMPLE_SIZE)
     if b.warmup is not None:
         bounded_int(b.warmup, "benchmark.warmup", 0, MAX_SAMPLE_SIZE)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What planning one directory of any target family yields before a job runs: the text of each config part that
+    rule ``configure`` writes there (``parts``) and the whole resolved config that rule ``resolved_config`` writes.
+    Each family's plan adds what its own rules need (options, scenarios, FSMs, points, ...)."""
+
+    parts: dict[str, str]        # config/<part>.yaml -> its YAML text
+    resolved: str                # config.yaml
 
 
 def read_part(directory: str | Path, part: str, rule: str = "configure") -> dict:

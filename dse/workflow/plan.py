@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
-from dse.config import compose_config, run_dir, split_overrides
+from dse.config import Plan, compose_config, run_dir, split_overrides
 from dse.core.errors import DseError
 from dse.search.settings import SearchSettings
 
@@ -109,11 +109,9 @@ def measurement_context(platform: dict, measure: dict, weights: str | None = Non
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunPlan(Plan):
     """One planned run: the text of each config part, the whole resolved config, the options it explores."""
 
-    parts: dict[str, str]
-    resolved: str
     options: tuple[str, ...]
     strategy: str = SearchSettings.strategy   # search.strategy: which rules the run's search takes
     refused: dict = field(default_factory=dict)   # target family ("pipeline", "layermap") -> why not here ("": can)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 from omegaconf import OmegaConf
 
-from dse.config import read_part
+from dse.config import Plan, read_part
 from dse.core.errors import DseError
 from dse.store.atomic import write_text_atomic
 from dse.store.parquet import write_atomic
@@ -24,9 +24,7 @@ STUDY_FILES = ("study.parquet", "study.md", "plots/study_gain.png", "plots/study
 
 
 @dataclass(frozen=True)
-class StudyPlan:
-    parts: dict[str, str]           # config/study.yaml: the study settings and each point's run directory
-    resolved: str
+class StudyPlan(Plan):
     runs: dict[str, RunPlan]        # run directory -> its plan, in grid order
 
     def files(self, sdir: str) -> list[str]:

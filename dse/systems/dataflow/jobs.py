@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dse.config import Plan
 from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
 from dse.systems.dataflow.case_dir import GRAPHS_KEY, load_problem
@@ -30,9 +31,7 @@ def job_name(fps: float, method: str, seed: int) -> str:
 
 
 @dataclass(frozen=True)
-class DataflowPlan:
-    parts: dict[str, str]        # part -> YAML text
-    resolved: str
+class DataflowPlan(Plan):
     networks: tuple[str, ...]
     jobs: tuple[str, ...]        # job names (fps-method-sSEED)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dse.config import Plan
 from dse.core.errors import DseError
 from dse.systems.multi.case_dir import STEP1_KEYS, dvfs_levels, load_case, load_result, load_settings, load_step1
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
@@ -28,9 +29,7 @@ def multi_dir(results_dir: str, name: str, platform: str) -> str:
 
 
 @dataclass(frozen=True)
-class MultiPlan:
-    parts: dict[str, str]        # part -> YAML text
-    resolved: str
+class MultiPlan(Plan):
     networks: tuple[str, ...]
     fsms: tuple[str, ...]
     methods: tuple[str, ...]

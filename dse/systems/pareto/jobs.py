@@ -19,17 +19,14 @@ import pandas as pd
 
 from dse.core.errors import DseError, choices_error
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
-from dse.config import read_part
+from dse.config import Plan, read_part
 from dse.systems.common import compose_sim_case, say
 
 SETTING_KEYS = ("population", "generations", "cxpb", "mutpb", "comm", "idle_time", "repeats", "seed")
 
 
 @dataclass(frozen=True)
-class ParetoPlan:
-    parts: dict[str, str]     # config part -> YAML text
-    resolved: str
-
+class ParetoPlan(Plan):
     OUTPUTS = ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "config.yaml")
 
     def files(self, pdir: str) -> list[str]:

@@ -19,15 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from dse.config import read_part
+from dse.config import Plan, read_part
 from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 
 @dataclass(frozen=True)
-class TasksetPlan:
-    parts: dict[str, str]         # config/taskset.yaml
-    resolved: str                 # config.yaml
+class TasksetPlan(Plan):
     scenarios: tuple[str, ...]
     measured: bool = False        # the times come from the variants job
 
