@@ -1,7 +1,8 @@
 """One query over the measurements of every target: the pareto target's board runs, the taskset target's variant
-times and the multi target's step-1 profiles are rows of the store's schema in ``<run>/cache/``, as the pipeline's
-and the layermap target's are, so one DuckDB glob reads them all. The three targets share one working directory;
-taskset and multi run only their measuring jobs (``variants.yaml``, one network's step 1)."""
+times and the multi target's step-1 profiles and deployment runs are rows of the store's schema in
+``<run>/cache/``, as the pipeline's and the layermap target's are, so one DuckDB glob reads them all. The three
+targets share one working directory; taskset and multi run only their measuring jobs (``variants.yaml``; one
+network's step 1, one deployment)."""
 import duckdb
 import numpy as np
 import pandas as pd
@@ -24,7 +25,8 @@ def wd(tmp_path_factory):
     wd = _workdir(tmp_path_factory.mktemp("store"))
     snakemake(wd, "pareto", "--config", f"overrides={OVR}")
     snakemake(wd, f"{TASKSET}/variants.yaml", "--config", f"overrides={TASKSET_OVR}")
-    snakemake(wd, f"{MULTI}/pareto/yolov3-tiny.parquet", "--config", f"overrides={MULTI_OVR}")
+    snakemake(wd, f"{MULTI}/pareto/yolov3-tiny.parquet", f"{MULTI}/deploy/X-PR.parquet", "--config",
+              f"overrides={MULTI_OVR}")
     return wd
 
 
@@ -38,12 +40,13 @@ def test_one_query_reads_every_target_in_the_store_schema(wd):
     rows = duckdb.sql(f"""
         SELECT backend, phase, strategy, status, seed, context, versions['dse'] AS dse, config_hash
         FROM {every(wd)}""").df()
-    assert set(rows.backend) == {"clocked-sim", "taskset-variants", "sim-profile"}
+    assert set(rows.backend) == {"clocked-sim", "taskset-variants", "sim-profile", "sim-periodic"}
     assert set(rows.status) == {"ok", "refused"} and (rows.seed == 0).all() and rows.dse.notna().all()
     for column in ("phase", "strategy", "context"):
         assert (rows[column].fillna("").str.len() > 0).all(), column
     assert set(rows.groupby("backend").phase.agg(lambda p: tuple(sorted(set(p)))).items()) == {
-        ("clocked-sim", ("remeasure",)), ("taskset-variants", ("variants",)), ("sim-profile", ("objectives", "wcet"))}
+        ("clocked-sim", ("remeasure",)), ("taskset-variants", ("variants",)), ("sim-profile", ("objectives", "wcet")),
+        ("sim-periodic", ("deploy",))}
 
 
 def test_pareto_rows(wd):
@@ -85,7 +88,7 @@ def test_multi_rows_are_step_1s_profiles(wd):
     rows = duckdb.sql(f"""
         SELECT phase, strategy, option, cuts, status, reason, latency_ms_p50, fps, stage_ms, energy_j_per_frame,
                context
-        FROM {every(wd)} WHERE backend = 'sim-profile'""").df()
+        FROM {every(wd)} WHERE backend = 'sim-profile' AND benchmark = 'yolov3-tiny'""").df()
     cands = pd.read_parquet(wd / MULTI / "candidates" / "yolov3-tiny.parquet")
     front = pd.read_parquet(wd / MULTI / "pareto" / "yolov3-tiny.parquet")
     objectives, wcet = rows[rows.phase == "objectives"], rows[rows.phase == "wcet"]
@@ -105,3 +108,21 @@ def test_multi_rows_are_step_1s_profiles(wd):
     front = front.assign(cuts=front.cuts.map(tuple)).set_index(key).sort_index()
     long = wcet.assign(cuts=wcet.cuts.map(tuple)).set_index(key).sort_index()
     assert np.allclose(long.latency_ms_p50 * 1e3, front.acet_us, rtol=1e-12)           # the WCET profile's ACETs
+
+
+def test_multi_deploy_rows_are_the_deployment_runs(wd):
+    rows = duckdb.sql(f"""
+        SELECT benchmark AS scenario, fps, repeat, strategy, status, reason, latency_ms_p50, power_w,
+               energy_j_per_frame, context
+        FROM {every(wd)} WHERE backend = 'sim-periodic'""").df()
+    runs = pd.read_parquet(wd / MULTI / "deploy" / "X-PR.parquet")
+    table = pd.read_parquet(wd / MULTI / "freqtable" / "X-PR.parquet")
+    assert set(rows.strategy) == {"PR"} and rows.context.nunique() == 1
+    ok, refused = rows[rows.status == "ok"], rows[rows.status == "refused"]
+    assert len(ok) == len(runs) and len(refused) == (~table.feasible).sum() and refused.reason.str.len().all()
+    key = ["scenario", "fps", "repeat"]
+    got, want = ok.set_index(key).sort_index(), runs.set_index(key).sort_index()
+    assert got.index.equals(want.index)
+    assert np.allclose(got.latency_ms_p50, want.max_response_ms, rtol=1e-12)        # the largest response time
+    assert np.allclose(got.power_w, want.board_w, rtol=1e-12)                       # the whole board's power
+    assert np.allclose(got.energy_j_per_frame * got.index.get_level_values("fps"), want.board_w, rtol=1e-12)

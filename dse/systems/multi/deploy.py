@@ -103,20 +103,28 @@ def scenario_run(case, combine: dict, row) -> tuple[list[PeriodicApp], dict, dic
     return apps, pl, {"cpu": row.cpu_mhz, "gpu": row.gpu_mhz, "dla": row.dla_mhz}
 
 
-def deploy_rows(platform, case, combine: dict, freqtable: pd.DataFrame, *, seed: int = 0,
-                progress=None) -> pd.DataFrame:
-    """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board."""
+def deploy_rows(evaluator, case, combine: dict, freqtable: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board, measured as one
+    batch through ``evaluator`` (over a ``dse.systems.multi.backend.DeploymentBackend``; an infeasible entry is
+    a refused row of its store), with what the store has no field for read off each run's ``PeriodicResult``."""
+    from dse.systems.multi.backend import deployment_config
+
     seconds = float(case.settings.deploy.get("seconds", 10))
     repeats = int(case.settings.deploy.get("repeats", 3))
-    rows = []
-    ok = freqtable[freqtable.feasible]
-    for i, r in enumerate(ok.itertuples()):
-        if progress is not None:
-            progress(i, len(ok))
+    board = evaluator.backend
+    configs = []
+    for r in freqtable.itertuples():
         apps, pl, freqs = scenario_run(case, combine, r)
+        configs.append((r, deployment_config(board.platform, r.scenario, apps, pl, freqs, r.fps, seconds * 1e6,
+                                             seed, bool(r.feasible))))
+    evaluator.evaluate_many([(c, rep) for r, c in configs for rep in (range(repeats) if r.feasible else (0,))],
+                            phase="deploy", strategy=combine["method"])
+    rows = []
+    for r, config in configs:
+        if not r.feasible:
+            continue
         for rep in range(repeats):
-            res = simulate_periodic(apps, pl, platform=platform, freqs_mhz=freqs, duration_us=seconds * 1e6,
-                                    seed=seed * 1000 + rep, controller_core=None, random_phase=rep > 0)
+            res = board.take_result(config, rep)
             worst = {a: v for a, v in res.max_response_us.items() if a != CONTROLLER}
             rows.append({"case": combine["case"], "fsm": combine["fsm"], "method": combine["method"],
                          "fps": float(r.fps), "scenario": r.scenario, "repeat": rep,

@@ -5,7 +5,8 @@ Jobs (``workflow/rules/multi.smk``), all under ``results/multi/<case>/<platform>
 row of ``cache/step1-<net>.parquet`` in the store's schema) -> ``powerfit``
 (idle and dynamic power sweeps over the DVFS tables -> ``powerfit.json``) -> ``combine`` (one job per FSM x
 method -> ``combine/<fsm>-<method>.json``) -> ``freqtable`` (step 3 -> ``freqtable/<fsm>-<method>.parquet``) ->
-``deploy`` (the periodic multi-app simulation -> ``deploy/<fsm>-<method>.parquet``) -> ``report`` (``multi.md``,
+``deploy`` (the periodic multi-app simulation -> ``deploy/<fsm>-<method>.parquet``, every run a row of
+``cache/deploy-<fsm>-<method>.parquet``) -> ``report`` (``multi.md``,
 plots). Each job reads only the config parts it depends on (``config/multi.yaml``, ``config/platform.yaml``).
 """
 from __future__ import annotations
@@ -178,7 +179,11 @@ def powerfit(mdir: str) -> dict:
 
 
 def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
-    """A method's mapping and frequency table on the virtual board (periodic runs per scenario and FPS)."""
+    """A method's mapping and frequency table on the virtual board (periodic runs per scenario and FPS), every run
+    a row of ``cache/deploy-<fsm>-<method>.parquet``."""
+    from dse.backends.base import MeasureSettings
+    from dse.evaluate import Evaluator
+    from dse.systems.multi.backend import DeploymentBackend
     from dse.systems.multi.deploy import deploy_rows
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform
@@ -186,17 +191,15 @@ def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     case, seed, result = load_result(mdir, fsm, method)
     table = pd.read_parquet(Path(mdir) / "freqtable" / f"{fsm}-{method}.parquet")
     _, platform, _ = load_settings(mdir)
-
-    def progress(i, n):
-        if i % 4 == 0:
-            say(f"[deploy {fsm}-{method}] {i}/{n} scenario x FPS runs")
-
-    df = deploy_rows(load_platform(case_platform(platform, case.settings)), case, result, table, seed=seed,
-                     progress=progress)
+    board = DeploymentBackend(load_platform(case_platform(platform, case.settings)), MeasureSettings(seed=seed))
+    ev = Evaluator(board, Path(mdir) / "cache" / f"deploy-{fsm}-{method}.parquet", seed=seed, context=board.context)
+    say(f"[deploy {fsm}-{method}] {int(table.feasible.sum())}/{len(table)} feasible scenario x FPS entries")
+    df = deploy_rows(ev, case, result, table, seed=seed)
     df["seed"] = seed
     write_bytes_atomic(Path(mdir) / "deploy" / f"{fsm}-{method}.parquet", df.to_parquet(index=False))
     misses = int(df.misses.sum()) if len(df) else 0
-    say(f"[deploy {fsm}-{method}] {len(df)} runs, {misses} deadline misses")
+    say(f"[deploy {fsm}-{method}] {len(df)} runs ({ev.measured} measured, {ev.reused} answered by {ev.store}), "
+        f"{misses} deadline misses")
     return df
 
 

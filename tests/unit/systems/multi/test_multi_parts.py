@@ -66,6 +66,46 @@ def test_step1_reruns_from_its_store(tiny_backend, tmp_path):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
+def test_a_deployment_is_a_configuration_measured_and_replayed_from_its_store(tmp_path):
+    from dse.backends.base import MeasureSettings
+    from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
+    from dse.evaluate import Evaluator
+    from dse.platform import load_platform
+    from dse.store import read
+    from dse.systems.multi.backend import DeploymentBackend, deployment_config, deployment_of
+
+    platform = load_platform("xavier-agx-sim")
+    apps = [PeriodicApp("a", 1e6 / 30, 0, (PeriodicStage("cpu", (1500.0,), "pre"),
+                                          PeriodicStage("gpu", (9000.1, 300.7)))),
+            PeriodicApp("b", 1e6 / 30, 1, (PeriodicStage("dla", (12000.3,)), PeriodicStage("cpu", (800.0,))))]
+    pl = {("a", 0): "CPU0", ("a", 1): "GPU", ("b", 0): "DLA0", ("b", 1): "CPU1"}
+    clocks = {"cpu": 1190.4, "gpu": 675.75, "dla": 1395.2}
+    ok = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7, True)
+    bad = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7, False)
+    assert deployment_of(ok) == (apps, pl, clocks, 30.0, 1e6, 7) and ok.hash != bad.hash
+    store = tmp_path / "cache" / "deploy-X-PR.parquet"
+
+    def evaluator():
+        board = DeploymentBackend(platform, MeasureSettings(seed=7))
+        return Evaluator(board, store, seed=7, context=board.context)
+
+    first = evaluator()
+    ms = first.evaluate_many([(ok, 0), (ok, 1), (bad, 0)], phase="deploy", strategy="PR")
+    assert [m.status for m in ms] == ["ok", "ok", "refused"] and "no clocks" in ms[2].reason
+    for rep, m in enumerate(ms[:2]):
+        want = simulate_periodic(apps, pl, platform=platform, freqs_mhz=clocks, duration_us=1e6, seed=7000 + rep,
+                                 controller_core=None, random_phase=rep > 0)
+        assert m.latency_ms_p50 == max(want.max_response_us.values()) / 1e3 and m.power_w == want.board_power_w
+        assert m.energy_j_per_frame == want.board_power_w / 30 and m.fps == 30.0
+        assert first.backend.take_result(ok, rep).rail_w == want.rail_w
+    again = evaluator()
+    replayed = again.evaluate_many([(ok, 0), (ok, 1), (bad, 0)], phase="deploy", strategy="PR")
+    assert again.measured == 0 and again.reused == 3 and len(read(store)) == 3
+    assert [m.latency_ms_p50 for m in replayed] == [m.latency_ms_p50 for m in ms]
+    assert again.backend.take_result(ok, 1).rail_w == first.backend.take_result(ok, 1).rail_w    # simulated again
+    assert again.backend.take_result(bad, 0) is None
+
+
 def table():
     return pd.DataFrame([
         {"scenario": "a", "fps": 30.0, "feasible": True, "cpu_mhz": 1190.4, "gpu_mhz": 675.75, "dla_mhz": 1395.2,
