@@ -107,9 +107,17 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
 
 
 def coverage_label(row: dict) -> str:
-    """What the sweep a row's reference came from covered, in a table cell."""
+    """What the sweep a row's reference came from covered, in a table cell: its tuple count and the shorter of the
+    swept and the left-out option lists."""
     text = row["exhaustive_coverage"].replace("every feasible cut tuple of ", "")
-    return text.replace(" tuples)", ")").replace("; not swept: ", "; not ")
+    swept, _, rest = text.partition(" (")
+    tuples, _, left = rest.partition(" tuples)")
+    left = left.replace("; not swept: ", "")
+    if not left:
+        return f"{tuples}: all"
+    if len(left.split(", ")) < len(swept.split(", ")):
+        return f"{tuples}: all but {left}"
+    return f"{tuples}: {swept}"
 
 
 def markdown(rows: list[dict], thesis_rows: list[dict] | None = None) -> str:

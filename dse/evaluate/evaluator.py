@@ -83,13 +83,8 @@ class Evaluator:
             if key in self.cache:   # another process of this job measured it while we waited
                 self.reused += 1
                 return self.cache[key]
-            m, engines_built = self._measure(config, repeat)
-            if self.store:
-                append(self.store, [measurement_row(m, phase=phase, strategy=strategy, seed=self.seed,
-                                                    repeat=repeat, engines_built=engines_built,
-                                                    context=self.context)], locked=True)
-                stat = self.store.stat()
-                self._read_as[self.store] = (stat.st_mtime_ns, stat.st_size)   # our own row is in the cache
+            m, row = self._measured_row(config, repeat, phase, strategy)
+            self._append([row])
         self.cache[key] = m        # one evaluator does not retry an error at once (the next phase or run does)
         self.measured += 1
         if self.on_measure:
@@ -114,15 +109,11 @@ class Evaluator:
                     self.reused += 1
                     out.setdefault(key, self.cache.get(key))
                     continue
-                m, engines_built = self._measure(config, repeat)
+                m, row = self._measured_row(config, repeat, phase, strategy)
                 out[key] = self.cache[key] = m
                 made.append(m)
-                rows.append(measurement_row(m, phase=phase, strategy=strategy, seed=self.seed, repeat=repeat,
-                                            engines_built=engines_built, context=self.context))
-            if self.store and rows:
-                append(self.store, rows, locked=True)
-                stat = self.store.stat()
-                self._read_as[self.store] = (stat.st_mtime_ns, stat.st_size)
+                rows.append(row)
+            self._append(rows)
         self.measured += len(made)
         if self.on_measure:
             for m in made:
@@ -133,6 +124,19 @@ class Evaluator:
     def stale_errors(self) -> int:
         """Configurations with error rows of earlier phases or runs, which were not replayed."""
         return len(self._stale)
+
+    def _measured_row(self, config: Configuration, repeat: int, phase: str, strategy: str) -> tuple[Measurement, dict]:
+        """A fresh measurement and its store row."""
+        m, engines_built = self._measure(config, repeat)
+        return m, measurement_row(m, phase=phase, strategy=strategy, seed=self.seed, repeat=repeat,
+                                  engines_built=engines_built, context=self.context)
+
+    def _append(self, rows: list[dict]) -> None:
+        """Append this evaluator's new rows to its file (the caller holds the file's lock)."""
+        if self.store and rows:
+            append(self.store, rows, locked=True)
+            stat = self.store.stat()
+            self._read_as[self.store] = (stat.st_mtime_ns, stat.st_size)   # our own rows are in the cache
 
     def _measure(self, config: Configuration, repeat: int) -> tuple[Measurement, dict[str, int]]:
         started = time.perf_counter()
