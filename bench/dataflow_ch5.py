@@ -57,10 +57,10 @@ def run_case(case: str, results: str, workers: int = 2) -> str:
                 for f in (root / stale).glob("*"):
                     f.unlink()
     write_text_atomic(root / "config.yaml", plan.resolved)
-    for net in plan.networks:
+    for net in plan.facts["networks"]:
         if not (root / "pareto" / f"{net}.parquet").exists():
             multi.pareto(ddir, net)
-    todo = [(ddir, *dataflow._parse(j)) for j in plan.jobs if not (root / "deploy" / f"{j}.parquet").exists()]
+    todo = [(ddir, *dataflow._parse(j)) for j in plan.facts["jobs"] if not (root / "deploy" / f"{j}.parquet").exists()]
     with worker_pool(workers) as pool:
         list(pool.map(_job, todo))
     dataflow.report(ddir)

@@ -36,7 +36,7 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
     in FPS splits into what the rules allow and what the search found."""
     from dse.report.dla_fallback import explain
     from dse.evaluate import Evaluator
-    from dse.search import Probe, run_search
+    from dse.search import Study, run_search
 
     platform, suffix = VARIANTS[variant]
     t0 = time.perf_counter()
@@ -45,7 +45,7 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
                                                                      ("search.strategy=proposed",
                                                                       f"benchmark.model={network}{suffix}"))
         ev = Evaluator(backend, seed=int(cfg.seed))
-        result = run_search(space, Probe(ev), base, settings)
+        result = run_search(space, Study(ev), base, settings)
         best = result.finetune.config
         fps = remeasure(ev, best, n=repeats)
         ref_fps = None

@@ -49,25 +49,25 @@ def target(min_fps: float) -> dict:
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.clocks import EnergySettings, clock_phase, mapping_candidates
-    from dse.search.probe import Probe
+    from dse.search.study import Study
     from dse.workflow.phases import search_setup
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         _, _, backend, space, settings, base = search_setup("yolov4", "int8", Path(tmp), "xavier-agx-sim",
                                                             ("search.strategy=proposed",))
-        probe = Probe(Evaluator(backend))
-        found = run_search(space, probe, base, settings)
-        searched = probe.measured
+        study = Study(Evaluator(backend))
+        found = run_search(space, study, base, settings)
+        searched = study.measured
         energy = EnergySettings(objective="energy", min_fps=min_fps, pareto=True, repeats=REPEATS)
-        cands = mapping_candidates(found.finetune.config, list(probe.memo.values()), energy.mappings)
+        cands = mapping_candidates(found.finetune.config, list(study.memo.values()), energy.mappings)
         t1 = time.perf_counter()
-        result = clock_phase(probe, backend.platform, cands, energy)
+        result = clock_phase(study, backend.platform, cands, energy)
         t2 = time.perf_counter()
-        grid = exhaustive_clocks(probe, backend.platform, result.chosen, min_fps)
-        base = probe.rerun(base_g("yolov4", backend.platform.name, "int8"), "base-g", range(1, REPEATS + 1))
+        grid = exhaustive_clocks(study, backend.platform, result.chosen, min_fps)
+        base = study.rerun(base_g("yolov4", backend.platform.name, "int8"), "base-g", range(1, REPEATS + 1))
         out = result.to_dict()
-        tables = frequency_tables(probe, out["points"], backend.platform, min_fps)
+        tables = frequency_tables(study, out["points"], backend.platform, min_fps)
     front = [p for p in out["points"] if p["on_front"]]
     base_j = float(np.mean([m.energy_j_per_frame for m in base]))
     return {"min_fps": min_fps, "search_measurements": searched, "clock_measurements": result.measured,
@@ -85,7 +85,7 @@ def target(min_fps: float) -> dict:
             "frequency_tables": tables}
 
 
-def frequency_tables(probe, points: list[dict], platform, min_fps: float) -> list[dict]:
+def frequency_tables(study, points: list[dict], platform, min_fps: float) -> list[dict]:
     """Per mapping at MAXN, Table 4.9(b)'s view: per FPS floor, the clocks of the least-energy point reaching it
     (its three best candidates by one sample, re-measured; the best mean that still reaches the floor)."""
     from dse.platform.modes import mode_levels, power_mode
@@ -101,7 +101,7 @@ def frequency_tables(probe, points: list[dict], platform, min_fps: float) -> lis
         rows = []
         for floor in sorted({min_fps, *(f * top for f in FRONT_FLOORS)}, reverse=True):
             near = sorted((p for p in mine if p["fps"] >= floor), key=lambda p: p["energy_j_per_frame"])[:3]
-            means = [r for r in (remeasured(probe, p, fresh) for p in near) if r["fps"] >= floor]
+            means = [r for r in (remeasured(study, p, fresh) for p in near) if r["fps"] >= floor]
             if means:
                 b = min(means, key=lambda r: r["energy_j_per_frame"])
                 rows.append({"floor_fps": round(floor, 1), "gpu_mhz": b["gpu_mhz"], "cpu_mhz": b["cpu_mhz"],
@@ -114,7 +114,7 @@ def frequency_tables(probe, points: list[dict], platform, min_fps: float) -> lis
     return out
 
 
-def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
+def exhaustive_clocks(study, platform, chosen: dict, min_fps: float) -> dict:
     """Every MAXN clock triple on the answer's mapping; the best three feasible re-measured like the answer."""
     from dse.core.configuration import Configuration
     from dse.platform.modes import clock_extra, mode_levels, power_mode
@@ -125,11 +125,11 @@ def exhaustive_clocks(probe, platform, chosen: dict, min_fps: float) -> dict:
     rows = []
     for g, d, c in itertools.product(levels["gpu"], levels["dla"], levels["cpu"]):
         mhz = {"gpu": g, "dla": d, "cpu": c}
-        m = probe.measure(config.with_(extra=clock_extra(platform, "MAXN", mhz)), PHASE)
+        m = study.measure(config.with_(extra=clock_extra(platform, "MAXN", mhz)), PHASE)
         if m.ok and m.fps >= min_fps:
             rows.append(point_row(m, "MAXN", mhz))
     best3 = sorted(rows, key=lambda r: r["energy_j_per_frame"])[:3]
-    ranked = sorted((remeasured(probe, r, range(1, REPEATS + 1)) for r in best3),
+    ranked = sorted((remeasured(study, r, range(1, REPEATS + 1)) for r in best3),
                     key=lambda r: (r["fps"] < min_fps, r["energy_j_per_frame"]))
     return {"points": len(levels["gpu"]) * len(levels["dla"]) * len(levels["cpu"]), "feasible": len(rows),
             "best": _brief(ranked[0]) if ranked else None}

@@ -65,7 +65,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
     from dse.evaluate import Evaluator
     from dse.search import run_search
     from dse.search.finetune import parameter_caps
-    from dse.search.recorder import RecordingProbe
+    from dse.search.study import Study
 
     with tempfile.TemporaryDirectory(prefix="bench-gap-") as tmp:
         cfg, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, overrides)
@@ -74,9 +74,9 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         board = board_overrides(overrides)
         true_fps = noise_free(network, precision, Path(tmp), platform, overrides)
 
-        probe = RecordingProbe(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
-        r = run_search(space, probe, base, settings.with_(strategy="guided"))
-        costs = search_costs([m for _, m in probe.asked], backend, backend.settings, probe.reruns)
+        study = Study(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
+        r = run_search(space, study, base, settings.with_(strategy="guided"))
+        costs = search_costs([m for _, m in study.asked], backend, backend.settings, study.reruns)
         answer = r.finetune.config
         caps = parameter_caps(space, answer.option, settings)
         configs = {"answer": answer}

@@ -84,9 +84,9 @@ def _curve(ev, asked, repeats: int) -> list[list[float]]:
 def _progress(network: str, precision: str, method: str, run, seconds: float) -> None:
     """One line per finished search (stderr): a real board's row takes many minutes, and a run cut short by its
     time limit still shows what each search answered and spent."""
-    probe, answer, extra = run
+    study, answer, extra = run
     print(f"  {network} {precision} {method}: {extra['selected']} at {answer.fps:.1f} FPS after "
-          f"{len(probe.asked)} measurements, {seconds:.0f} s", file=sys.stderr, flush=True)
+          f"{len(study.asked)} measurements, {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
 def _round(x: float | None, digits: int = 3) -> float | None:
@@ -104,18 +104,18 @@ def board_setup(network: str, precision: str, workdir: Path, platform: str, over
 
 
 def end_to_end(method: str, space, backend, base, settings, seed: int) -> tuple:
-    """(probe, ``run_search`` result, row fields) of the guided or the thesis' ("default") search end to end."""
+    """(study, ``run_search`` result, row fields) of the guided or the thesis' ("default") search end to end."""
     from dse.evaluate import Evaluator
     from dse.search import run_search
-    from dse.search.recorder import RecordingProbe
+    from dse.search.study import Study
 
-    probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
-    r = run_search(space, probe, base, settings.with_(strategy="guided" if method == "guided" else "proposed"))
+    study = Study(Evaluator(backend, seed=seed), strategy=method)
+    r = run_search(space, study, base, settings.with_(strategy="guided" if method == "guided" else "proposed"))
     extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
     if method == "guided":      # what its races assumed (their re-runs follow from it) and the batches the re-run
         extra["noise"] = round(r.guided.noise, 4)       # budget refused them
         extra["batches_refused"] = r.guided.batches_refused + r.finetune.batches_refused
-    return probe, r, extra
+    return study, r, extra
 
 
 def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tuple = (), repeats: int = 5,
@@ -125,7 +125,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
     from dse.evaluate import Evaluator
     from dse.search.optuna_search import optuna_search
     from dse.search.random_search import random_search
-    from dse.search.recorder import RecordingProbe
+    from dse.search.study import Study
 
     load = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
@@ -135,8 +135,8 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         runs, seconds, bounds = {}, {}, None
         t = time.perf_counter()
         for method in [m for m in ("guided", "default") if m in methods]:
-            probe, r, extra = end_to_end(method, space, backend, base, settings, seed)
-            runs[method] = (probe, r.finetune.measurement, extra)
+            study, r, extra = end_to_end(method, space, backend, base, settings, seed)
+            runs[method] = (study, r.finetune.measurement, extra)
             bounds = r.maximize.bounds
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
@@ -144,12 +144,12 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         budget = len(runs["guided"][0].asked) if "guided" in runs else None
         options = list(settings.options or space.options)
         for method in [m for m in ("random", "optuna-tpe") if m in methods]:
-            probe = RecordingProbe(Evaluator(backend, seed=seed), strategy=method)
+            study = Study(Evaluator(backend, seed=seed), strategy=method)
             if method == "random":
-                r2 = random_search(space, probe, base, options, bounds, settings, budget, seed=seed)
+                r2 = random_search(space, study, base, options, bounds, settings, budget, seed=seed)
             else:
-                r2 = optuna_search(space, probe, base, options, bounds, settings, budget, sampler="tpe", seed=seed)
-            runs[method] = (probe, r2.measurement, {"selected": describe(r2.config)})
+                r2 = optuna_search(space, study, base, options, bounds, settings, budget, sampler="tpe", seed=seed)
+            runs[method] = (study, r2.measurement, {"selected": describe(r2.config)})
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
             _progress(network, precision, method, runs[method], seconds[method])
@@ -163,10 +163,10 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         configs = [answer.config for _, answer, _ in runs.values()] + ([ref_config] if ref_config else [])
         remeasured = remeasure_together(ev, configs, repeats, REPEAT_ANSWER, strategy="bench")  # answers, reference
         rows = {}
-        for (method, (probe, answer, extra)), fps in zip(runs.items(), remeasured):
-            asked = [m for _, m in probe.asked]
-            rows[method] = {**search_costs(asked, backend, backend.settings, probe.reruns), **extra,
-                            "by_phase": dict(collections.Counter(phase for phase, _ in probe.asked)),
+        for (method, (study, answer, extra)), fps in zip(runs.items(), remeasured):
+            asked = [m for _, m in study.asked]
+            rows[method] = {**search_costs(asked, backend, backend.settings, study.reruns), **extra,
+                            "by_phase": dict(collections.Counter(phase for phase, _ in study.asked)),
                             "answer_fps": answer.fps, "remeasured": fps, "mean": round(statistics.mean(fps), 3),
                             "true_fps": _round(true_fps(answer.config)),
                             "config": answer.config.to_dict(),

@@ -33,8 +33,8 @@ def replay(row: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, backend, space, settings, base = row_setup(row, Path(tmp))
         t = time.perf_counter()
-        probe, r, extra = end_to_end("guided", space, backend, base, settings, int(cfg.seed))
-        costs = search_costs([m for _, m in probe.asked], backend, backend.settings, probe.reruns)
+        study, r, extra = end_to_end("guided", space, backend, base, settings, int(cfg.seed))
+        costs = search_costs([m for _, m in study.asked], backend, backend.settings, study.reruns)
         seconds = round(time.perf_counter() - t, 2)
         reference = (row.get("reference") or {}).get("true_fps")
         if backend.name == "sim" and reference:

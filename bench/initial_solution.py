@@ -33,7 +33,7 @@ TOLERANCE = 0.03   # the thesis' own spread between the two starts (100 vs 103)
 def one(network: str, option: str, initial: str, root: Path, overrides: tuple = ()) -> dict:
     """The thesis' search on ``option`` of ``network`` (FP16, virtual Xavier) from the ``initial`` start."""
     from dse.evaluate import Evaluator
-    from dse.search import Probe, run_search
+    from dse.search import Study, run_search
     from dse.workflow.phases import search_setup
 
     t0 = time.perf_counter()
@@ -41,7 +41,7 @@ def one(network: str, option: str, initial: str, root: Path, overrides: tuple = 
         network, "fp16", root, "xavier-agx-sim",
         ("search.strategy=proposed", f"search.initial={initial}", *overrides))
     ev = Evaluator(backend, seed=int(cfg.seed))
-    result = run_search(space, Probe(ev), base, settings, options=[option])
+    result = run_search(space, Study(ev), base, settings, options=[option])
     best = result.finetune.config
     runs = remeasure(ev, best, 5, 1, strategy=f"initial-{initial}")
     return {"network": network, "initial": initial, "option": option, "cuts": list(best.cuts),

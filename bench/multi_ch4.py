@@ -51,7 +51,7 @@ def run_case(case: str, results: str) -> str:
             (root / "powerfit.json").unlink(missing_ok=True)
     timings = {}
     t0 = time.perf_counter()
-    todo = [n for n in plan.networks if not (root / "pareto" / f"{n}.parquet").exists()]
+    todo = [n for n in plan.facts["networks"] if not (root / "pareto" / f"{n}.parquet").exists()]
     for net in todo:
         multi.pareto(mdir, net)
     if todo:
@@ -62,8 +62,8 @@ def run_case(case: str, results: str) -> str:
     for kind in ("GB", "SOTA"):
         if not (root / "global" / f"{kind}.json").exists():
             multi.global_mapping(mdir, kind)
-    for fsm in plan.fsms:
-        for m in plan.methods:
+    for fsm in plan.facts["fsms"]:
+        for m in plan.facts["methods"]:
             if not (root / "combine" / f"{fsm}-{m}.json").exists():
                 multi.combine(mdir, fsm, m)
             if not (root / "freqtable" / f"{fsm}-{m}.parquet").exists():

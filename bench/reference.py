@@ -56,12 +56,12 @@ def remeasure(evaluator_or_backend, config, n: int = 5, first_repeat: int = SCRE
               phase: str = "remeasure", strategy: str = "reference") -> list[float]:
     """FPS of ``config`` over ``n`` fresh-noise re-runs (repeats ``first_repeat`` .. ``first_repeat + n - 1``).
 
-    Accepts an ``Evaluator`` (cached per (hash, repeat)), a ``Probe`` (its evaluator) or a bare backend.
+    Accepts an ``Evaluator`` (cached per (hash, repeat)), a ``Study`` (its evaluator) or a bare backend.
     Repeat 0 is what a search saw and selected on, hence biased upward; compare answers on the same repeat
     indices (a failed run counts 0 FPS, like the search's score)."""
-    from dse.search.probe import score
+    from dse.search.study import score
 
-    target = getattr(evaluator_or_backend, "evaluator", evaluator_or_backend)   # a Probe -> its evaluator
+    target = getattr(evaluator_or_backend, "evaluator", evaluator_or_backend)   # a Study -> its evaluator
     if first_repeat < 1:
         raise ValueError("first_repeat must be >= 1: repeat 0 is the selection's own (biased) sample")
     out = []
@@ -144,12 +144,12 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
     stop at 1 (a run that happened to be slow), and the sweep would then measure every tuple starved."""
     from dse.workflow.phases import search_setup
     from dse.evaluate import Evaluator
-    from dse.search import Probe
+    from dse.search import Study
     from dse.search.exhaustive import feasible_tuples
     from dse.search.finetune import finetune
     from dse.search.params import full_stream_config
     from dse.search.pipeline import maximize_phase
-    from dse.search.probe import score
+    from dse.search.study import score
     from dse.search.streams import stream_tuple
 
     say = progress or (lambda _msg: None)
@@ -162,11 +162,11 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
         _, parts = _compose(network, precision, platform, overrides)
         seconds["build"] = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))        # no store: nothing persisted, nothing replayed
-        probe = Probe(ev, PHASE)
+        study = Study(ev, PHASE)
 
         t = time.perf_counter()
         bounds_from = "given" if bounds else "maximizer"
-        bounds = dict(bounds) if bounds else dict(maximize_phase(space, probe, base, settings).bounds)
+        bounds = dict(bounds) if bounds else dict(maximize_phase(space, study, base, settings).bounds)
         seconds["maximize"] = time.perf_counter() - t
 
         # -- the sweep ---------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
             failed = 0
             for i, cuts in enumerate(tuples, 1):
                 c = template.with_(cuts=tuple(int(x) for x in cuts))
-                m = probe.measure(c, PHASE)
+                m = study.measure(c, PHASE)
                 fps = score(m)
                 failed += not m.ok
                 samples.append((fps, option, tuple(cuts)))
@@ -243,7 +243,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                 space.stages(cand["option"]), bounds["streams"], dla_streams=settings.dla_streams,
                 main_pe=space.main_pe))
             for start in dict.fromkeys([cand["config"], halved]):
-                ft = finetune(space, probe, start, settings)
+                ft = finetune(space, study, start, settings)
                 tuned.append({"start": cand["label"], "start_streams": list(start.streams),
                               "start_hash": start.hash, "config": ft.config, "config_hash": ft.config.hash,
                               "single_fps": ft.fps, "start_fps": ft.start_fps, "points": ft.points})

@@ -64,7 +64,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         overrides: tuple = ()) -> dict:
     """Proposed vs exhaustive for one network and precision."""
     from dse.evaluate import Evaluator
-    from dse.search import Probe, run_search
+    from dse.search import Study, run_search
     from dse.search.exhaustive import exhaustive_search
 
     load = load_average()
@@ -75,12 +75,12 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         t_analysis = time.perf_counter() - t0
         ev = Evaluator(backend, seed=int(cfg.seed))
         t1 = time.perf_counter()
-        proposed = run_search(space, Probe(ev), base, settings)
+        proposed = run_search(space, Study(ev), base, settings)
         t_proposed = time.perf_counter() - t1
         engines = ev.engines_built()
         t2 = time.perf_counter()
-        ex_probe = Probe(ev, "exhaustive")
-        ex = exhaustive_search(space, ex_probe, base, space.options, proposed.maximize.bounds, settings,
+        ex_study = Study(ev, "exhaustive")
+        ex = exhaustive_search(space, ex_study, base, space.options, proposed.maximize.bounds, settings,
                                max_cuts=max_cuts, cap=cap)
         t_ex = time.perf_counter() - t2
     best = proposed.finetune.config
@@ -99,7 +99,7 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         "best_config": best.to_dict(), "thesis_option": THESIS_OPTION.get(network, {}).get(precision),
         "option_fps": {o: r.fps for o, r in proposed.options.items()},
         "exhaustive_tuples": ex.extra["tuples"], "exhaustive_coverage": ex.extra["coverage"],
-        "exhaustive_measured": ex_probe.measured, "exhaustive_best": describe(ex.config),
+        "exhaustive_measured": ex_study.measured, "exhaustive_best": describe(ex.config),
         "seconds": {"analysis": round(t_analysis, 2), "proposed": round(t_proposed, 2),
                     "exhaustive": round(t_ex, 2)},
         "load_avg_start": load, "load_avg_end": load_average(),

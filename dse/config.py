@@ -6,8 +6,9 @@ and before any job runs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -178,11 +179,22 @@ def validate(cfg: DictConfig) -> None:
 @dataclass(frozen=True)
 class Plan:
     """What planning one directory of any target family yields before a job runs: the text of each config part that
-    rule ``configure`` writes there (``parts``) and the whole resolved config that rule ``resolved_config`` writes.
-    Each family's plan adds what its own rules need (options, scenarios, FSMs, points, ...)."""
+    rule ``configure`` writes there (``parts``), the whole resolved config that rule ``resolved_config`` writes, the
+    family target's files (``outputs``), the named lists of files its other rules wait for (``inputs``: one per
+    fan-in, e.g. a multi case's per-network fronts) and what its rules branch on (``facts``: a run's options,
+    strategy, backend; a study's point plans). Paths are relative to the directory."""
 
     parts: dict[str, str]        # config/<part>.yaml -> its YAML text
     resolved: str                # config.yaml
+    outputs: tuple[str, ...] = ()
+    inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def files(self, directory: str, name: str | None = None) -> list[str]:
+        """``outputs`` (``name`` None) or the input list ``name``, under ``directory``."""
+        if name is not None and name not in self.inputs:
+            raise DseError(f"no input list {name!r} in the plan of {directory}; planned: {', '.join(self.inputs)}")
+        return [f"{directory}/{f}" for f in (self.outputs if name is None else self.inputs[name])]
 
 
 def read_part(directory: str | Path, part: str, rule: str = "configure") -> dict:

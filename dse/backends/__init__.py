@@ -12,7 +12,7 @@ from dse.core.errors import choices_error
 BACKENDS = ("sim", "ort", "trt")
 
 __all__ = ["BACKENDS", "Backend", "MeasureSettings", "backend_from_config", "capabilities_of", "make_backend",
-           "supports", "validate_backend"]
+           "sets_clocks", "supports", "validate_backend"]
 
 
 def _backend_class(kind: str):
@@ -39,6 +39,11 @@ def capabilities_of(kind: str) -> frozenset[str]:
 def validate_backend(platform, settings: MeasureSettings) -> None:
     """Refuse now, naming why, a platform or settings the platform's backend cannot measure with."""
     _backend_class(platform.backend).validate(platform, settings)
+
+
+def sets_clocks(platform) -> bool:
+    """Whether the platform's backend applies power modes and clocks (``Backend.sets_clocks``)."""
+    return _backend_class(platform.backend).sets_clocks(platform)
 
 
 def make_backend(platform, analysis, settings: MeasureSettings, *, engine_root: str | Path) -> Backend:

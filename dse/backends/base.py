@@ -115,6 +115,11 @@ class Backend(Protocol):
         """Raise ``DseError`` if this backend cannot measure on ``platform`` with ``settings`` at all (called
         when the workflow is planned, before any job runs, and by the constructor)."""
 
+    @classmethod
+    def sets_clocks(cls, platform: Platform) -> bool:
+        """Whether this backend applies a configuration's power mode and clocks on ``platform`` (the clock phase
+        needs it; ``dse.platform.modes``)."""
+
     def check(self, config: Configuration) -> str | None:
         """Why the SDK or the board would refuse ``config``, or None."""
 

@@ -55,6 +55,10 @@ class OrtBackend:
         self.layermap = LayerMapSupport(self.platform, source)
 
     @classmethod
+    def sets_clocks(cls, platform: Platform) -> bool:
+        return False  # ONNX Runtime on this host: the OS governs the clocks
+
+    @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
         others = sorted({p.type for p in platform.pes.values()} - {"cpu"})
         if others:

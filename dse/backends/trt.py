@@ -29,7 +29,7 @@ from pathlib import Path
 from dse.backends.base import RUNS_MODEL, MeasureSettings
 from dse.platform.checks import check_cuts, check_layout, check_stages
 from dse.core.configuration import Configuration
-from dse.platform.modes import agent_clocks
+from dse.platform.modes import agent_clocks, clock_control
 from dse.core.errors import BuildRefused, DseError
 from dse.core.measurement import Measurement
 from dse.platform import Platform, load_platform
@@ -131,6 +131,10 @@ class TrtBackend:
         self.runner = runner or subprocess.run
         # the agent's JSON configs: beside the engines unless given (never the working directory)
         self.workdir = Path(workdir) if workdir else Path(engine_cache.dir) / ".dse-agent"
+
+    @classmethod
+    def sets_clocks(cls, platform: Platform) -> bool:
+        return clock_control(platform) is not None  # the files the board agent writes
 
     @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:

@@ -120,7 +120,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
            seed: int = 0, repeats: int = REPEATS, options: Iterable[str] | None = None) -> Decision:
     """Search, fine-tune, polish and re-measure every option (or ``options``) of one network on a virtual board."""
     from dse.evaluate import Evaluator
-    from dse.search import Probe, finetune_phase, run_search, search_phase
+    from dse.search import Study, finetune_phase, run_search, search_phase
     from dse.search.finetune import parameter_caps
     from dse.search.params import full_stream_config
     from dse.workflow.phases import search_setup
@@ -132,8 +132,8 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
         setup = _setup(seed, overrides)
         _, _, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform, setup)
         truth = noise_free(network, precision, Path(tmp), platform, setup)
-        probe = Probe(Evaluator(backend, seed=seed))
-        searched = run_search(space, probe, base, settings)
+        study = Study(Evaluator(backend, seed=seed))
+        searched = run_search(space, study, base, settings)
         tuned, finetuned, configs, true = {}, {}, {}, {}
         bounds = searched.maximize.bounds
 
@@ -142,10 +142,10 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
             return truth(c, 1)
         fresh = range(1, repeats + 1)
         for option in options or space.options:
-            found = search_phase(space, probe, base, bounds, settings, [option])
+            found = search_phase(space, study, base, bounds, settings, [option])
             if found.best.fps <= 0:
                 continue
-            best = finetune_phase(space, probe, found.best.best_config, settings)
+            best = finetune_phase(space, study, found.best.best_config, settings)
             caps = parameter_caps(space, option, settings)
             polished = polish(fps, best.config, caps, space)
             searched_at = full_stream_config(space, base, option, found.best.best_config.cuts, bounds, settings)
@@ -153,7 +153,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
             if start is not None and fps(start) > fps(searched_at):
                 polished = max((polished, polish(fps, start, caps, space)), key=truth)
             for into, config in ((finetuned, best.config), (tuned, polished)):
-                reruns = probe.remeasure(config, "decide", fresh)
+                reruns = study.remeasure(config, "decide", fresh)
                 into[option] = sum(reruns) / len(reruns)
             configs[option] = polished.to_dict()
             true[option] = truth(polished)

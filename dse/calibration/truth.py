@@ -21,7 +21,7 @@ TRUE_DRAWS = 8           # task-jitter draws a true FPS averages
 def true_fps(quiet) -> Callable[..., float]:
     """``true(config, draws=TRUE_DRAWS)``: the mean FPS (0 where refused) of ``draws`` jitter draws of ``config`` on
     the noise-free backend ``quiet``, each draw measured once (memoized): ``draws=1`` is repeat 0 alone."""
-    from dse.search.probe import score
+    from dse.search.study import score
 
     seen: dict[tuple[str, int], float] = {}       # (config hash, jitter draw) -> FPS
 

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from dse.report.plots import save_figure  # noqa: E402
-from dse.search.recorder import anytime  # noqa: E402
+from dse.search.study import anytime  # noqa: E402
 from dse.report.tables import board_seconds, distinct_engines, markdown_table  # noqa: E402
 from dse.store.atomic import write_text_atomic  # noqa: E402
 

@@ -133,6 +133,41 @@ def random_inputs(model, seed: int) -> dict:
     return feeds
 
 
+def timed_runs(session, feed: dict, repeats: int, warmup: int, names=None) -> tuple[np.ndarray, list]:
+    """Wall times (us) of ``repeats`` runs of an ONNX Runtime session after ``warmup`` untimed ones, and the last
+    run's outputs: the one timing loop of every per-session ORT time (a task of ``method="task"``, a whole
+    network of ``model_us``)."""
+    for _ in range(warmup):
+        session.run(names, feed)
+    samples = np.empty(repeats)
+    result: list = []
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        result = session.run(names, feed)
+        samples[i] = (time.perf_counter() - t0) * 1e6
+    return samples, result
+
+
+def model_us(model, k: int, repeats: int, warmup: int = 3, seed: int = 0) -> float:
+    """Median wall time (us) of the whole network in an ONNX Runtime session with ``k`` intra-op threads, run
+    from a thread pinned to ``k`` of this host's cores (its pool inherits the mask)."""
+    import onnxruntime as ort
+
+    from dse.platform.cpu_groups import usable_cores
+    from dse.runtime.engine import run_pinned
+    from dse.runtime.ort_engine import make_session_options
+
+    feed_values = random_inputs(model, seed)
+
+    def timed() -> float:
+        session = ort.InferenceSession(model.SerializeToString(), make_session_options(k),
+                                       providers=["CPUExecutionProvider"])
+        feed = {i.name: feed_values[i.name] for i in session.get_inputs()}
+        return float(np.median(timed_runs(session, feed, repeats, warmup)[0]))
+
+    return run_pinned(usable_cores()[:k], timed, f"model-cpu{k}")
+
+
 def _keep_busy(model, values: dict, cores, stop: threading.Event) -> None:
     """Runs the whole network on ``cores`` (one intra-op thread each) until ``stop``: a busy neighbour PE."""
     import onnxruntime as ort
@@ -218,15 +253,9 @@ def _profile_on_cores(models, values: dict, cores, repeats: int, warmup: int, fa
                                            providers=["CPUExecutionProvider"])
             feed = {i.name: values[i.name] for i in session.get_inputs()}
             names = [o.name for o in session.get_outputs()]
-            for _ in range(warmup):
-                session.run(names, feed)
-            samples = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                result = session.run(names, feed)
-                samples.append((time.perf_counter() - t0) * 1e6)
+            samples, result = timed_runs(session, feed, repeats, warmup, names)
             values.update(zip(names, result))
-            times.append(float(np.median(_kept(np.array(samples), fastest))))
+            times.append(float(np.median(_kept(samples, fastest))))
         box["times"] = np.array(times)
     except BaseException as exc:   # re-raised on the caller's thread
         box["error"] = exc

@@ -14,10 +14,10 @@ from typing import Mapping
 
 from dse.core.configuration import Configuration
 from dse.search.finetune import finetune
-from dse.search.probe import Probe, as_probe
+from dse.search.study import Measurer, Study, as_study
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 DLA_ONLY = "DLA"            # single-DLA-stage option name (GPU fallback inside the stage)
 INTERLEAVED = "IL"          # interleaved option name: one stage whose streams alternate over the PEs
@@ -38,7 +38,7 @@ def interleaved_config(base: Configuration, n_pes: int = INTERLEAVED_PES) -> Con
                       post_threads=1)
 
 
-def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
+def interleaved_tuned(space: SearchSpace, evaluator: Measurer | Study, base: Configuration,
                       bounds: Mapping[str, int], settings: SearchSettings,
                       n_pes: int = INTERLEAVED_PES) -> StrategyResult:
     """Interleaved execution with the proposed techniques: start at the maxima, remove what does not pay.
@@ -53,11 +53,11 @@ def interleaved_tuned(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
                        buffers=max(int(bounds["buffers"]), streams, int(bounds["pre"]), int(bounds["post"])))
     tuned_settings = settings.with_(max_streams=max(settings.max_streams, streams),
                                     max_buffers=max(settings.max_buffers, start.buffers))
-    probe = as_probe(evaluator)
-    mark = probe.measured
-    first = probe.measure(start, "start")
+    study = as_study(evaluator)
+    mark = study.measured
+    first = study.measure(start, "start")
     extra = {"start": start.to_dict()}
     if not first.ok:  # nothing to tune (e.g. too many DLA loadables): report the refusal, do not shrink it away
-        return StrategyResult(start, first, probe.asked_since(mark), extra)
-    result = finetune(space, probe, start, tuned_settings)
-    return StrategyResult(result.config, result.measurement, probe.asked_since(mark), extra)
+        return StrategyResult(start, first, study.asked_since(mark), extra)
+    result = finetune(space, study, start, tuned_settings)
+    return StrategyResult(result.config, result.measurement, study.asked_since(mark), extra)

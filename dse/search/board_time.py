@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
-from dse.search.probe import Probe, score
+from dse.search.study import Study, score
 
 
 class BoardTime:
@@ -51,21 +51,21 @@ class RerunBudget:
     the board seconds its measurements cost (both by ``BoardTime``). The account: ``carried`` (``account()`` of an
     earlier phase: its measurements' and re-runs' seconds and the configurations and re-runs it counted, which a
     later phase may ask for again without a run), ``known`` measurements of earlier phases not counted there (the
-    maximizer's, which the guided search learns from), then what ``probe`` asks from here on; ``built``:
+    maximizer's, which the guided search learns from), then what ``study`` asks from here on; ``built``:
     configurations whose engines are built (the fine-tuner's starts). The first batch of a race is not asked: a
     ranking needs it."""
 
-    def __init__(self, space, probe: Probe, share: float, *, carried: Mapping | None = None,
+    def __init__(self, space, study: Study, share: float, *, carried: Mapping | None = None,
                  known: Iterable[Measurement] = (), built: Iterable[Configuration] = ()):
         carried = carried or {}
-        self.probe, self.share = probe, share
+        self.study, self.share = study, share
         self.cost = BoardTime(space, built)
         self.counted = set(carried.get("measured", ()))     # configuration hashes whose measurement is counted
         self.rerun_counted = set(carried.get("reruns", ()))  # "hash:repeat" of the re-runs counted
         self.measured_s, self.rerun_s = float(carried.get("measured_s", 0.0)), float(carried.get("rerun_s", 0.0))
         for m in known:
             self._measured(m)
-        self._memo_seen, self._reruns_seen = probe.measured, len(probe.reruns)
+        self._memo_seen, self._reruns_seen = study.measured, len(study.reruns)
         self.refused = 0        # batches a race wanted and this budget refused
 
     def _measured(self, m: Measurement) -> None:
@@ -81,7 +81,7 @@ class RerunBudget:
 
     def spent(self) -> tuple[float, float]:
         """(the measurements', the re-runs') board seconds so far."""
-        memo, reruns = list(self.probe.memo.values()), self.probe.rerun_items
+        memo, reruns = list(self.study.memo.values()), self.study.rerun_items
         for m in memo[self._memo_seen:]:
             self._measured(m)
         for (h, r), m in reruns[self._reruns_seen:]:

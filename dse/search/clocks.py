@@ -18,14 +18,14 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from dse.core.configuration import Configuration
-from dse.platform.modes import (EXTRA_KEYS, MODE_KEY, clock_control, clock_extra, is_clocked, mode_levels, power_mode,
+from dse.platform.modes import (EXTRA_KEYS, MODE_KEY, clock_extra, is_clocked, mode_levels, power_mode,
                              power_modes)
 from dse.core.errors import DseError, choices_error
 from dse.core.validate import bounded_int
 from dse.core.measurement import Measurement
 from dse.platform import Platform
 from dse.rt.dvfs import set_freq
-from dse.search.probe import Probe
+from dse.search.study import Study
 
 PHASE = "clocks"
 OBJECTIVES = ("fps", "energy", "fps_per_watt")
@@ -66,8 +66,9 @@ class EnergySettings:
         rest = {k: v for k, v in search.items() if k not in SEARCH_KEYS}
         return rest, cls(**{SEARCH_KEYS[k]: v for k, v in search.items() if k in SEARCH_KEYS})
 
-    def check(self, platform: Platform) -> None:
-        """Refuse at planning what the platform cannot do: a mode it does not define, no power model."""
+    def check(self, platform: Platform, sets_clocks: bool) -> None:
+        """Refuse at planning what the platform cannot do: a mode it does not define, no power model, a backend
+        that cannot set clocks there (``sets_clocks``: ``dse.backends.sets_clocks``)."""
         for m in self.power_modes:
             power_mode(platform, m)
         if not self.active:
@@ -75,7 +76,7 @@ class EnergySettings:
         if platform.power is None:
             raise DseError(f"search.objective={self.objective} / pareto / min_fps need a power model, and platform "
                            f"{platform.name} has none")
-        if platform.backend != "sim" and (platform.backend != "trt" or clock_control(platform) is None):
+        if not sets_clocks:
             raise DseError(f"the clock phase sets power modes and clocks: the sim backend applies them, and the trt "
                            f"backend on a platform with a clock_control section (the files the board agent writes); "
                            f"platform {platform.name} ({platform.backend} backend) has neither. Set the mode on the "
@@ -147,16 +148,16 @@ def point_row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
             "status": m.status, "config_hash": c.hash, "config": c.to_dict()}
 
 
-def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configuration],
+def clock_phase(study: Study, platform: Platform, candidates: Sequence[Configuration],
                 settings: EnergySettings, progress: Callable[[str], None] | None = None) -> ClockResult:
     """Algorithm 6 per mapping x power mode at each FPS floor; the front; the answer ranked on fresh re-runs."""
     modes = list(settings.power_modes or power_modes(platform))
-    before = probe.measured
+    before = study.measured
     rows: dict[str, dict] = {}
 
     def at(config: Configuration, mode: str, mhz: Mapping[str, float]) -> Measurement:
         c = config.with_(extra={**_unclocked(config), **clock_extra(platform, mode, mhz)})
-        m = probe.measure(c, PHASE)
+        m = study.measure(c, PHASE)
         if m.ok and m.energy_j_per_frame is None:
             raise DseError(f"{platform.name} measured no power for {c.hash}: the clock phase needs energy")
         if c.hash not in rows:
@@ -182,7 +183,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
                 set_freq(levels, lambda f, c=config, fl=floor, md=mode: _fps(at(c, md, f)) >= fl,
                          lambda f, c=config, md=mode: at(c, md, f).energy_j_per_frame, ORDER)
     result = ClockResult(settings, points=_with_front(list(rows.values())))
-    result.measured = probe.measured - before
+    result.measured = study.measured - before
     key = objective_key(settings.objective)
     allowed = [r for r in result.points if r["status"] == "ok" and r["power_mode"] in modes]
     feasible = [r for r in allowed if r["fps"] >= settings.min_fps]
@@ -195,7 +196,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         return result
     fresh = range(1, settings.repeats + 1)
     finalists = sorted(feasible, key=lambda r: key(r["fps"], r["energy_j_per_frame"]))[:3]
-    ranked = [remeasured(probe, r, fresh) for r in finalists]
+    ranked = [remeasured(study, r, fresh) for r in finalists]
     ok = [r for r in ranked if r["fps"] >= settings.min_fps]
     if not ok:
         result.feasible = False
@@ -205,7 +206,7 @@ def clock_phase(probe: Probe, platform: Platform, candidates: Sequence[Configura
         return result
     result.ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
     result.chosen = result.ranked[0]
-    result.reference = remeasured(probe, rows[top[candidates[0].hash].config.hash], fresh)
+    result.reference = remeasured(study, rows[top[candidates[0].hash].config.hash], fresh)
     return result
 
 
@@ -217,9 +218,9 @@ def _unclocked(config: Configuration) -> dict:
     return {k: v for k, v in config.extra if k != MODE_KEY and k not in EXTRA_KEYS.values()}
 
 
-def remeasured(probe: Probe, row: dict, repeats: range) -> dict:
+def remeasured(study: Study, row: dict, repeats: range) -> dict:
     """``row`` with the means of FPS, power and J/frame over fresh re-runs (and the re-runs' FPS)."""
-    runs = probe.rerun(Configuration.from_dict(row["config"]), PHASE, repeats)
+    runs = study.rerun(Configuration.from_dict(row["config"]), PHASE, repeats)
     fps = [_fps(m) for m in runs]
     energy = [m.energy_j_per_frame for m in runs if m.ok and m.energy_j_per_frame]
     power = [m.power_w for m in runs if m.ok and m.power_w]

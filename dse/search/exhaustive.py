@@ -13,10 +13,10 @@ from typing import Mapping, Sequence
 from dse.core.configuration import Configuration
 from dse.search.finetune import finetune
 from dse.search.params import search_config
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import SearchSpace
 from dse.search.streams import stream_tuple
 
 PHASE = "exhaustive"
@@ -60,14 +60,14 @@ def coverage(plan_sizes: Mapping[str, int], left_out: Sequence[str] = ()) -> str
     return text + (f"; not swept: {', '.join(left_out)}" if left_out else "")
 
 
-def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+def exhaustive_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, options: Sequence[str],
                       bounds: Mapping[str, int], settings: SearchSettings, *, max_cuts: int = 2,
                       cap: int = 3000) -> StrategyResult:
     """The best swept tuple, fine-tuned. ``extra``: tuples swept per option (``tuples``), the options not swept
     (too many cuts or over the cap: ``left_out``), ``coverage`` in words and the best swept configuration
     (``best_start``)."""
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     plan = plan_tuples(space, options, max_cuts, cap)
     best_cfg, best_fps = None, -1.0
     for option, tuples in plan.items():
@@ -75,12 +75,12 @@ def exhaustive_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Co
                                main_pe=space.main_pe)
         for cuts in tuples:
             cfg = search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers)
-            fps = score(probe.measure(cfg, PHASE))
+            fps = score(study.measure(cfg, PHASE))
             if fps > best_fps:
                 best_cfg, best_fps = cfg, fps
-    tuned = finetune(space, probe, best_cfg, settings)
+    tuned = finetune(space, study, best_cfg, settings)
     sizes = {o: len(t) for o, t in plan.items()}
     left_out = [o for o in options if o not in plan]
-    return StrategyResult(tuned.config, tuned.measurement, probe.asked_since(mark),
+    return StrategyResult(tuned.config, tuned.measurement, study.asked_since(mark),
                           {"tuples": sizes, "left_out": left_out, "coverage": coverage(sizes, left_out),
                            "best_start": best_cfg.to_dict()})

@@ -18,9 +18,9 @@ from dse.search.candidates import candidate_cuts
 from dse.search.global_search import TopEntry, global_search
 from dse.search.initial import initial_tuple
 from dse.search.params import check_bounds, search_config
-from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
+from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import SearchSpace
 from dse.search.streams import stream_tuple
 
 MODES = ("global", "full")
@@ -73,7 +73,7 @@ def _thresholds(settings: SearchSettings) -> list[float]:
     return [round(settings.t0 - i * settings.t_step, 6) + 0.0 for i in range(n + 1)]
 
 
-def explore_option(space: SearchSpace, evaluator: Evaluator | Probe, option: str, bounds: Mapping[str, int],
+def explore_option(space: SearchSpace, evaluator: Measurer | Study, option: str, bounds: Mapping[str, int],
                    search_cfg: SearchSettings, mode: str = "global", initial: Sequence[int] | None = None, *,
                    base: Configuration) -> OptionResult:
     """Explore the cut points of ``option``; ``initial`` reuses a tuple from an earlier run (then K = 1)."""
@@ -82,7 +82,7 @@ def explore_option(space: SearchSpace, evaluator: Evaluator | Probe, option: str
     settings = search_cfg
     bounds = check_bounds(bounds)
     types = space.stages(option)
-    tracker = Tracker(as_probe(evaluator), "option-search" if mode == "global" else "full-search",
+    tracker = StudyView(as_study(evaluator), "option-search" if mode == "global" else "full-search",
                       settings.max_tuples)
     streams = stream_tuple(types, bounds["streams"], dla_streams=settings.dla_streams, main_pe=space.main_pe)
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
-from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
+from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 PHASE = "finetune"
 
@@ -83,7 +83,7 @@ def parameter_caps(space: SearchSpace, option: str, settings: SearchSettings) ->
     return caps
 
 
-def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration,
+def finetune(space: SearchSpace, evaluator: Measurer | Study, config: Configuration,
              settings: SearchSettings, margin: float = 0.0, lower: bool = True) -> FinetuneResult:
     """The three steps from ``config``. ``margin``: the relative gain a raise or a rebalance must show to be kept
     (the noise of one measurement, where the caller knows it): with none, a raise that changes nothing is kept on a
@@ -91,7 +91,7 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
     INT8 on the Xavier at 1 % noise: 26 raises and 28 lowers, buffers 6 -> 13 -> ...). ``lower=False``: step 1
     only; the guided search ranks its finalists' raised configurations first and lowers only the answer
     (``fewest_resources``): the fewest resources of a finalist that loses are never used."""
-    tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
+    tracker = StudyView(as_study(evaluator), PHASE, settings.max_tuples)
     caps = parameter_caps(space, config.option, settings)
     cur = buffers_along(config)
     m_cur = tracker.measure(cur, "start")
@@ -117,11 +117,11 @@ def finetune(space: SearchSpace, evaluator: Evaluator | Probe, config: Configura
                           trajectory=tracker.trajectory)
 
 
-def fewest_resources(space: SearchSpace, evaluator: Evaluator | Probe, config: Configuration, reference: float,
+def fewest_resources(space: SearchSpace, evaluator: Measurer | Study, config: Configuration, reference: float,
                      settings: SearchSettings, margin: float = 0.0) -> FinetuneResult:
     """Steps 2 and 3 from ``config``, step 1's best at ``reference`` FPS: the guided search lowers the answer of its
     ranking of raised configurations (``finetune(lower=False)``) only."""
-    tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
+    tracker = StudyView(as_study(evaluator), PHASE, settings.max_tuples)
     m = tracker.measure(config, "start")
     cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin)
     return FinetuneResult(cur, m_cur, score(m), reference, points=len(tracker.seen) - 1,
@@ -132,7 +132,7 @@ def _stream_names(space: SearchSpace, cfg: Configuration) -> list[str]:
     return [f"s{i}" for i in range(len(space.stages(cfg.option)))]
 
 
-def _lower_and_rebalance(tracker: Tracker, space: SearchSpace, cur: Configuration, m_cur: Measurement,
+def _lower_and_rebalance(tracker: StudyView, space: SearchSpace, cur: Configuration, m_cur: Measurement,
                          reference: float, settings: SearchSettings,
                          margin: float) -> tuple[Configuration, Measurement]:
     """Steps 2 and 3 from ``cur`` (measured ``m_cur``); ``reference``: the FPS step 2 may lose ``degradation`` of.

@@ -15,19 +15,19 @@ from typing import Mapping, Sequence
 from dse.core.configuration import Configuration
 from dse.search.ga_common import GASettings, int_vector_toolbox, repair_cuts, run_ga, stream_cap
 from dse.search.params import make_config
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 PHASE = "comprehensive-ga"
 
 
-def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg: Configuration,
+def comprehensive_ga(space: SearchSpace, evaluator: Measurer | Study, base_cfg: Configuration,
                      options: Sequence[str], bounds: Mapping[str, int], settings: SearchSettings,
                      ga: GASettings) -> StrategyResult:
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
     m_cuts = max(space.n_cuts(o) for o in options)
     n_stages = m_cuts + 1
@@ -56,10 +56,10 @@ def comprehensive_ga(space: SearchSpace, evaluator: Evaluator | Probe, base_cfg:
     def evaluate(ind):
         evaluations[0] += 1
         cfg = decode(ind)
-        return (score(probe.measure(cfg, PHASE)) if cfg is not None else 0.0,)
+        return (score(study.measure(cfg, PHASE)) if cfg is not None else 0.0,)
 
     tb = int_vector_toolbox(lows, highs, evaluate, ga, mutate_indpb=0.2)
     hof, history = run_ga(tb, ga, "comprehensive")
     best = decode(hof[0])
-    return StrategyResult(best, probe.measure(best, PHASE), probe.asked_since(mark),
+    return StrategyResult(best, study.measure(best, PHASE), study.asked_since(mark),
                           {"evaluations": evaluations[0], "history": history})

@@ -11,10 +11,10 @@ from typing import Sequence
 
 from dse.core.configuration import Configuration
 from dse.search.ga_common import GASettings, int_vector_toolbox, run_ga
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 PHASE = "finetune-ga"
 
@@ -23,10 +23,10 @@ def resources(cfg: Configuration) -> int:
     return cfg.pre_threads + cfg.post_threads + cfg.buffers + sum(cfg.streams)
 
 
-def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration, settings: SearchSettings,
+def finetune_ga(space: SearchSpace, evaluator: Measurer | Study, start: Configuration, settings: SearchSettings,
                 ga: GASettings) -> StrategyResult:
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     types: Sequence[str] = space.stages(start.option)
     stream_caps = [settings.max_streams * stage_width(t) for t in types]
     lows = [1, 1, 1] + [stage_width(t) for t in types]
@@ -42,7 +42,7 @@ def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configu
     def evaluate(ind):
         evaluations[0] += 1
         cfg = decode(ind)
-        fps = score(probe.measure(cfg, PHASE))
+        fps = score(study.measure(cfg, PHASE))
         seen[cfg.hash] = (cfg, fps)
         return (fps,)
 
@@ -51,5 +51,5 @@ def finetune_ga(space: SearchSpace, evaluator: Evaluator | Probe, start: Configu
     best_fps = max(f for _, f in seen.values())
     floor = best_fps * (1 - settings.degradation)
     cfg = min((c for c, f in seen.values() if f >= floor), key=lambda c: (resources(c), -seen[c.hash][1]))
-    return StrategyResult(cfg, probe.measure(cfg, PHASE), probe.asked_since(mark),
+    return StrategyResult(cfg, study.measure(cfg, PHASE), study.asked_since(mark),
                           {"evaluations": evaluations[0], "history": history})

@@ -22,10 +22,10 @@ from dse.core.errors import DseError
 from dse.search.finetune import finetune
 from dse.search.ga_common import GASettings, deap_types, repair_cuts, run_ga
 from dse.search.params import search_config
-from dse.search.probe import Probe, as_probe
+from dse.search.study import Measurer, Study, as_study
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 from dse.search.streams import stream_tuple
 
 PHASE = "profiled-ga"
@@ -191,27 +191,27 @@ def profiled_mapping(space: SearchSpace, options: Sequence[str], profile: Sequen
     return ranked[:keep], count[0], history
 
 
-def profiled_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+def profiled_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, options: Sequence[str],
                     profile: Sequence[float], dla_ratio: float, bounds: Mapping[str, int], settings: SearchSettings,
                     ga: GASettings) -> StrategyResult:
     """The Profiled method end to end: GA on estimates, then measure the mapping and fine-tune it. ``extra``: the
     mapping (``option``, ``cuts``, its stage estimates ``estimate_ms`` and ``estimated_fps``), ``dla_ratio``, the
     estimates computed (``evaluations``: nothing is measured while evolving), the measured configuration of the
     mapping (``start``) and the best estimated FPS per generation (``history``)."""
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     ranked, n, history = profiled_mapping(space, options, profile, dla_ratio, ga,
                                           max_stages=min(4, max(len(space.stages(o)) for o in options)))
     for mapping in ranked:  # a mapping the board refuses (e.g. too many DLA loadables): the next best estimate
         streams = stream_tuple(space.stages(mapping.option), bounds["streams"], dla_streams=settings.dla_streams,
                                main_pe=space.main_pe)
         start = search_config(base, mapping.option, mapping.cuts, streams, bounds, settings.pipeline_buffers)
-        if probe.measure(start, PHASE).ok:
+        if study.measure(start, PHASE).ok:
             break
     else:
         raise DseError(f"every mapping the profile-based GA found failed on the board ({len(ranked)} tried)")
-    tuned = finetune(space, probe, start, settings)
-    return StrategyResult(tuned.config, tuned.measurement, probe.asked_since(mark),
+    tuned = finetune(space, study, start, settings)
+    return StrategyResult(tuned.config, tuned.measurement, study.asked_since(mark),
                           {"option": mapping.option, "cuts": list(mapping.cuts), "estimate_ms": mapping.estimate_ms,
                            "estimated_fps": mapping.fps, "dla_ratio": float(dla_ratio), "evaluations": n,
                            "start": start.to_dict(), "history": history})

@@ -20,7 +20,7 @@ from dse.core.measurement import Measurement
 from dse.search.local_search import local_search
 from dse.search.moves import Directions, move, single
 from dse.search.params import search_config
-from dse.search.probe import Tracker, score
+from dse.search.study import StudyView, score
 from dse.search.result import StrategyResult
 from dse.search.space import SearchSpace
 
@@ -56,14 +56,14 @@ def main_pe_policies(stage_types: Sequence[str], main_pe: str) -> list[Direction
     return out
 
 
-def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, option: str,
+def global_search(space: SearchSpace, tracker: StudyView, base: Configuration, option: str,
                   streams: Sequence[int], bounds: Mapping[str, int], candidates: Sequence[int],
                   initial: Sequence[int], *, threshold: float, top_k: int, full: bool,
                   pipeline_buffers: bool = True) -> StrategyResult:
     """The best configuration measured (the local searches' included); ``extra``: the final Top-K (``top_k``,
     best first) and the tuples Algorithm 3 started from (``local_starts``), which decide whether the explorer
     lowers T and runs again."""
-    mark = tracker.probe.measured
+    mark = tracker.study.measured
     types = space.stages(option)
     n = len(types) - 1
     positions = sorted(set(candidates) | set(initial))
@@ -125,5 +125,5 @@ def global_search(space: SearchSpace, tracker: Tracker, base: Configuration, opt
                     cur = entry  # improved: continue with the same policy
                 else:
                     break
-    return StrategyResult(best_cfg, best_m, tracker.probe.asked_since(mark),
+    return StrategyResult(best_cfg, best_m, tracker.study.asked_since(mark),
                           {"top_k": list(top), "local_starts": local_starts})

@@ -38,10 +38,10 @@ from dse.search.board_model import (
 )
 from dse.search.board_time import BoardTime, RerunBudget
 from dse.search.params import check_bounds, full_stream_config, search_config
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.race import race
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import SearchSpace
 
 PHASE = "guided"
 STRATEGY = "guided"
@@ -204,12 +204,12 @@ class _Pool:
         return model.predict(t.option, self.cuts, t.streams, t.buffers, threads)
 
 
-def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+def guided_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                   settings: SearchSettings, facts: NetworkFacts, *, options: Sequence[str] | None = None,
                   known: Sequence[Measurement] = (), progress: Callable[[str], None] | None = None) -> GuidedResult:
     """Model-guided exploration of every option's cut tuples; ``known``: earlier measurements of the run (the
     maximizer's) the model learns from too."""
-    probe = as_probe(evaluator, STRATEGY)
+    study = as_study(evaluator, STRATEGY)
     bounds = host_buffers(space, check_bounds(bounds), settings)
     roles = space.stage_roles
     if not roles:
@@ -226,9 +226,9 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
                           if len(rs) == 1 and len(r.resources) == 1), "GPU")
     # in hash order: the model's fit (bootstrap members) must not depend on the order a caller kept them in
     seen: list[Measurement] = sorted((m for m in known if m.ok), key=lambda m: m.config.hash)
-    rerun_budget = RerunBudget(space, probe, settings.guided_rerun_share, known=known)
+    rerun_budget = RerunBudget(space, study, settings.guided_rerun_share, known=known)
     noise, noise_runs = ((settings.guided_noise, []) if settings.guided_noise != "auto"
-                         else estimate_noise(probe, seen))
+                         else estimate_noise(study, seen))
     priors = Priors(dla_ratio=settings.dla_ratio, noise=noise)
     budget, batch = settings.guided_budget, settings.guided_batch
     n_known = len(seen)
@@ -238,7 +238,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     cost = BoardTime(space, [m.config for m in seen])
 
     def measure(option: str, cuts: tuple[int, ...]) -> None:
-        m = probe.measure(pools[option].config(cuts), PHASE)
+        m = study.measure(pools[option].config(cuts), PHASE)
         tuples.append((option, cuts))
         pools[option].measured[cuts] = score(m)
         seen.append(m)
@@ -308,7 +308,7 @@ def guided_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             progress(f"round {len(rounds)}: {len(tuples)} tuples measured, best {_best_measured(pools):.1f} FPS")
     # the best configuration measured before the search (the maximizer's; its parameters may beat the template's)
     earlier = max(seen[:n_known], key=score, default=None)
-    finalists, contenders = _finalists(probe, pools, noise, settings.guided_repeats,
+    finalists, contenders = _finalists(study, pools, noise, settings.guided_repeats,
                                        [earlier] if earlier is not None else [], rerun_budget)
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
@@ -335,14 +335,14 @@ def host_buffers(space: SearchSpace, bounds: dict[str, int], settings: SearchSet
     return {**bounds, "buffers": max(bounds["buffers"], settings.max_buffers)}
 
 
-def estimate_noise(probe: Probe, known: Sequence[Measurement]) -> tuple[float, list[float]]:
+def estimate_noise(study: Study, known: Sequence[Measurement]) -> tuple[float, list[float]]:
     """(relative noise of one measurement, the re-runs' FPS): the spread of ``NOISE_RUNS`` fresh re-runs of the
     best configuration measured so far (the maximizer's: built, so a re-run costs a board run and no engine).
     Its own sample is left out: it was kept for being high."""
     ok = [m for m in known if m.ok and score(m) > 0]
     if not ok:
         return NOISE_PRIOR, []
-    runs = probe.remeasure(max(ok, key=score).config, PHASE, range(1, NOISE_RUNS + 1))
+    runs = study.remeasure(max(ok, key=score).config, PHASE, range(1, NOISE_RUNS + 1))
     logs = [math.log(x) for x in runs if x > 0]
     if len(logs) < 2:
         return NOISE_PRIOR, runs
@@ -509,7 +509,7 @@ CONTENDERS = 4    # near-best measured tuples re-run to pick them
 CONTENDER_RESOLUTION = 0.01
 
 
-def _finalists(probe: Probe, pools, noise: float, repeats: int, earlier: Sequence[Measurement] = (),
+def _finalists(study: Study, pools, noise: float, repeats: int, earlier: Sequence[Measurement] = (),
                budget: RerunBudget | None = None) -> tuple[list[Measurement], list[dict]]:
     """The fine-tuner's starts: the best measured tuples (``CONTENDERS``, the best of each option first), and
     ``earlier`` measurements (the maximizer's best, at its own parameters), within three times the noise of the
@@ -533,14 +533,14 @@ def _finalists(probe: Probe, pools, noise: float, repeats: int, earlier: Sequenc
         return _option_first([i for i in order if means[i] >= means[order[0]] * (1 - 2 * noise)],
                              options.__getitem__)[:FINALISTS]
 
-    raced = race(probe, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose,
+    raced = race(study, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose,
                  budget=budget)
     means = [float(mean) if r else fps for r, mean, (fps, _) in zip(raced.runs, raced.means, near)]
     contenders = [{"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash,
                    "search_fps": round(fps, 3), "reruns": [round(x, 3) for x in r], "mean": round(mean, 3)}
                   for (fps, config), r, mean in zip(near, raced.runs, means)]
     order = sorted(range(len(near)), key=lambda i: -means[i])
-    return [probe.measure(near[i][1], PHASE) for i in choose(means)], [contenders[i] for i in order]
+    return [study.measure(near[i][1], PHASE) for i in choose(means)], [contenders[i] for i in order]
 
 
 def _option_first(ranked: list, option_of: Callable) -> list:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
 from dse.search.moves import move, single
-from dse.search.probe import Tracker, score
+from dse.search.study import StudyView, score
 from dse.search.space import SearchSpace
 from dse.search.streams import resplit_first_main
 
 
-def local_search(space: SearchSpace, tracker: Tracker, config: Configuration,
+def local_search(space: SearchSpace, tracker: StudyView, config: Configuration,
                  measurement: Measurement) -> tuple[Configuration, Measurement]:
     """Returns the best (configuration, measurement) found, starting from ``config``."""
     best_cfg, best_m = config, measurement

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
 from dse.search.params import make_config
-from dse.search.probe import Probe, TracePoint, Tracker, as_probe, score
+from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator
 
 PHASE = "maximize"
 RAISED = ("pre", "post", "streams")
@@ -49,10 +48,10 @@ def _groups(params: dict[str, int], caps: dict[str, int]) -> list[tuple[str, ...
     return [*itertools.combinations(open_, 2), *([tuple(open_)] if len(open_) > 2 else [])]
 
 
-def maximize(evaluator: Evaluator | Probe, base: Configuration, settings: SearchSettings,
+def maximize(evaluator: Measurer | Study, base: Configuration, settings: SearchSettings,
              option: str = "E") -> MaximizeResult:
     """``option``: the single-stage main-PE option (``SearchSpace.main_only_option()``; E on Xavier)."""
-    tracker = Tracker(as_probe(evaluator), PHASE, settings.max_tuples)
+    tracker = StudyView(as_study(evaluator), PHASE, settings.max_tuples)
     caps = {"pre": settings.max_pre, "post": settings.max_post, "streams": settings.max_streams,
             "buffers": settings.max_buffers}
     eps = settings.epsilon

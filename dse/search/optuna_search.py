@@ -21,10 +21,10 @@ from dse.core.errors import DseError, choices_error
 from dse.core.measurement import Measurement
 from dse.search.ga_common import stream_cap
 from dse.search.params import make_config
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 SAMPLERS = ("tpe", "random")
 MAX_TRIALS_PER_POINT = 50   # trials per budget point before giving up (infeasible tuples and repeats cost trials)
@@ -40,7 +40,7 @@ def _sampler(name: str, seed: int):
     return optuna.samplers.RandomSampler(seed=seed)
 
 
-def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+def optuna_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, options: Sequence[str],
                   bounds: Mapping[str, int], settings: SearchSettings, budget: int, *, sampler: str = "tpe",
                   seed: int = 0) -> StrategyResult:
     """An infeasible cut tuple (a repeated cut position, or one ``space.feasibility`` rejects) is told as a
@@ -61,12 +61,12 @@ def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
     if not options:
         raise DseError(f"no mapping option has few enough cuts for the network's {len(space.feasible_cuts)} "
                        "feasible cut position(s)")
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     phase = f"optuna-{sampler}"
     positions = space.feasible_cuts
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, seed))
+    optuna_study = optuna.create_study(direction="maximize", sampler=_sampler(sampler, seed))
     known: dict[str, float] = {}
     best: Measurement | None = None
     trials = 0
@@ -74,7 +74,7 @@ def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         while len(known) < budget and trials < MAX_TRIALS_PER_POINT * budget:
             trials += 1
-            trial = study.ask()
+            trial = optuna_study.ask()
             option = trial.suggest_categorical("option", options)
             types = space.stages(option)
             idx = [trial.suggest_int(f"{option}/cut{i}", 0, len(positions) - 1) for i in range(len(types) - 1)]
@@ -86,18 +86,18 @@ def optuna_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
             post = trial.suggest_int("post", 1, int(bounds["post"]))
             buffers = trial.suggest_int("buffers", 1, int(bounds["buffers"]))
             if space.feasibility(cuts) is not None:
-                study.tell(trial, 0.0)
+                optuna_study.tell(trial, 0.0)
                 continue
             cfg = make_config(base, option, cuts, streams, pre=pre, post=post, buffers=buffers)
             if cfg.hash in known:
-                study.tell(trial, known[cfg.hash])
+                optuna_study.tell(trial, known[cfg.hash])
                 continue
-            m = probe.measure(cfg, phase)
+            m = study.measure(cfg, phase)
             known[cfg.hash] = score(m)
-            study.tell(trial, known[cfg.hash])
+            optuna_study.tell(trial, known[cfg.hash])
             if best is None or score(m) > score(best):
                 best = m
     if best is None:
         raise DseError(f"Optuna ({sampler}) found no feasible cut tuple in {trials} trials over options {options}")
-    return StrategyResult(best.config, best, probe.asked_since(mark),
+    return StrategyResult(best.config, best, study.asked_since(mark),
                           {"budget": budget, "trials": trials, "sampler": sampler})

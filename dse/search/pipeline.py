@@ -29,31 +29,31 @@ from dse.search.finetune import FinetuneResult, fewest_resources, finetune
 from dse.search.guided import STRATEGY as GUIDED
 from dse.search.guided import GuidedResult, guided_search
 from dse.search.maximizer import MaximizeResult, maximize
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.race import TIE, race
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace
+from dse.search.space import SearchSpace
 
 
-def maximize_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration,
+def maximize_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration,
                    settings: SearchSettings) -> MaximizeResult:
     """Base(G) (the whole network on the main PE, one context, no overlap: the baseline every gain is
     measured against), then the maximizer's parameter bounds on the main-PE-only option."""
-    probe = as_probe(evaluator, settings.strategy)
-    probe.measure(base_g_config(base, space), "baseline", strategy="Base(G)")
-    result = maximize(probe, base, settings, space.main_only_option())
+    study = as_study(evaluator, settings.strategy)
+    study.measure(base_g_config(base, space), "baseline", strategy="Base(G)")
+    result = maximize(study, base, settings, space.main_only_option())
     if not result.best.ok:
         raise DseError(f"the maximizer measured nothing on option {space.main_only_option()} (the whole network on "
                        f"{space.main_pe}): {result.best.status}: {result.best.reason}")
     return result
 
 
-def explore_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+def explore_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                   settings: SearchSettings, option: str, initial: Sequence[int] | None = None) -> OptionResult:
     """Global-only exploration of one mapping option (the phase that picks the option); ``initial`` reuses the
     cuts of an earlier run (then K = 1)."""
     space.stages(option)  # an unknown option fails here, naming the valid ones
-    return explore_option(space, as_probe(evaluator), option, bounds, settings, "global", initial, base=base)
+    return explore_option(space, as_study(evaluator), option, bounds, settings, "global", initial, base=base)
 
 
 def select_option(option_fps: Mapping[str, float], space: SearchSpace) -> str:
@@ -105,19 +105,19 @@ class Refined:
                 "refined": {o: r.fps for o, r in self.results.items()}}
 
 
-def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+def search_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                  settings: SearchSettings, shortlist: Sequence[str],
                  initial: Mapping[str, Sequence[int]] | None = None,
                  progress: Callable[[str], None] | None = None) -> Refined:
     """Full exploration (global + local) of each shortlisted option; a single-stage option has no cuts, so its
     global result (already measured) is all there is. The best of them wins (same tie-break as the selection)."""
-    probe, initial = as_probe(evaluator), dict(initial or {})
+    study, initial = as_study(evaluator), dict(initial or {})
     results = {}
     for option in shortlist:
         if progress:
             progress(f"full search, option {option}")
         mode = "full" if space.n_cuts(option) else "global"
-        results[option] = explore_option(space, probe, option, bounds, settings, mode, initial.get(option), base=base)
+        results[option] = explore_option(space, study, option, bounds, settings, mode, initial.get(option), base=base)
     selected = select_option({o: r.fps for o, r in results.items()}, space)
     if results[selected].fps <= 0:
         raise DseError(f"the full search of {', '.join(shortlist)} found no configuration that runs: "
@@ -125,7 +125,7 @@ def search_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configu
     return Refined(selected, results)
 
 
-def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Configuration | Sequence[Configuration],
+def finetune_phase(space: SearchSpace, evaluator: Measurer | Study, start: Configuration | Sequence[Configuration],
                    settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0,
                    account: Mapping | None = None) -> FinetuneResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
@@ -140,34 +140,34 @@ def finetune_phase(space: SearchSpace, evaluator: Evaluator | Probe, start: Conf
     ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the starts took; these
     re-runs come after them); its races stay within the re-run budget (``account``: the search's so far,
     ``GuidedResult.rerun_account``). Otherwise the best tuned one wins, the first on a tie."""
-    probe = as_probe(evaluator, settings.strategy)
+    study = as_study(evaluator, settings.strategy)
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
-        budget = RerunBudget(space, probe, settings.guided_rerun_share, carried=account, built=starts)
+        budget = RerunBudget(space, study, settings.guided_rerun_share, carried=account, built=starts)
         results: list[FinetuneResult] = []
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
-            results.append(_transfer(probe, s, donor) if donor
-                           else finetune(space, probe, s, settings, margin=noise, lower=False))
+            results.append(_transfer(study, s, donor) if donor
+                           else finetune(space, study, s, settings, margin=noise, lower=False))
         repeats = settings.guided_repeats
-        best = _confirm(probe, starts, results, repeats, noise, reruns_used, budget=budget)
-        best, lowered = _lowered(space, probe, best, settings, repeats, noise, budget)
+        best = _confirm(study, starts, results, repeats, noise, reruns_used, budget=budget)
+        best, lowered = _lowered(space, study, best, settings, repeats, noise, budget)
         confirmed = len(best.confirmed)
-        best = _more_buffers(probe, best, repeats, noise, settings.max_buffers, budget=budget,
+        best = _more_buffers(study, best, repeats, noise, settings.max_buffers, budget=budget,
                              shared_cores=space.shared_cores)
-        best = _one_stream_each(probe, best, repeats, noise, space.shared_cores, budget=budget)
-        best = _one_thread_fewer(probe, best, repeats, noise, budget=budget)
+        best = _one_stream_each(study, best, repeats, noise, space.shared_cores, budget=budget)
+        best = _one_thread_fewer(study, best, repeats, noise, budget=budget)
         tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
         best = replace(best, batches_refused=budget.refused, board_s=budget.spent())
         points = lowered + tried
     else:
-        results = [finetune(space, probe, s, settings) for s in starts]
+        results = [finetune(space, study, s, settings) for s in starts]
         best, points = max(results, key=lambda r: (r.fps, -results.index(r))), 0
     best.points = sum(r.points for r in results) + points
     return best
 
 
-def _lowered(space: SearchSpace, probe: Probe, best: FinetuneResult, settings: SearchSettings, repeats: int,
+def _lowered(space: SearchSpace, study: Study, best: FinetuneResult, settings: SearchSettings, repeats: int,
              noise: float, budget: RerunBudget) -> tuple[FinetuneResult, int]:
     """``_confirm``'s answer, where it is a raised configuration, with the fewest resources that keep its FPS
     (steps 2 and 3 within ``degradation`` of its sample, as the thesis' fine-tuner), raced against it (``_variant``,
@@ -178,26 +178,26 @@ def _lowered(space: SearchSpace, probe: Probe, best: FinetuneResult, settings: S
     of Table 3.4's), where this measures 11-16 % fewer (58, 2.43 h; `python -m bench.guided_replay`)."""
     if not best.confirmed[0]["tuned"]:
         return best, 0
-    lowered = fewest_resources(space, probe, best.config, best.fps, settings, margin=noise)
+    lowered = fewest_resources(space, study, best.config, best.fps, settings, margin=noise)
     n = len(best.trajectory)
     best = replace(best, trajectory=best.trajectory + [tp._replace(step=n + i) for i, tp in
                                                        enumerate(lowered.trajectory[1:])])
     if lowered.config.hash != best.config.hash:
-        best = _variant(probe, best, lowered.config, repeats, noise, budget, fewer=True)
+        best = _variant(study, best, lowered.config, repeats, noise, budget, fewer=True)
     return best, lowered.points
 
 
-def _transfer(probe: Probe, start: Configuration, donor: FinetuneResult) -> FinetuneResult:
+def _transfer(study: Study, start: Configuration, donor: FinetuneResult) -> FinetuneResult:
     """``start`` with the parameters the fine-tuner found for a near-equal tuple of the same option: one
     measurement instead of a whole fine-tuning (the re-runs of ``_confirm`` judge it like a tuned one)."""
     d = donor.config
     config = start.with_(streams=d.streams, buffers=d.buffers, pre_threads=d.pre_threads, post_threads=d.post_threads)
-    m = probe.measure(config, FINETUNE)
-    start_fps = score(probe.measure(start, FINETUNE))
+    m = study.measure(config, FINETUNE)
+    start_fps = score(study.measure(start, FINETUNE))
     return FinetuneResult(config, m, start_fps, start_fps, points=int(config.hash != start.hash))
 
 
-def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float, cap: int,
+def _more_buffers(study: Study, best: FinetuneResult, repeats: int, noise: float, cap: int,
                   budget: RerunBudget | None = None, shared_cores: int = 0) -> FinetuneResult:
     """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that does better on
     fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
@@ -216,10 +216,10 @@ def _more_buffers(probe: Probe, best: FinetuneResult, repeats: int, noise: float
     c, m = best.config, best.measurement
     if not m.ok or _host_bound(m, shared_cores) or c.buffers >= cap:
         return best
-    return _variant(probe, best, c.with_(buffers=cap), repeats, noise, budget, fewer=False)
+    return _variant(study, best, c.with_(buffers=cap), repeats, noise, budget, fewer=False)
 
 
-def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: float, shared_cores: int = 0,
+def _one_stream_each(study: Study, best: FinetuneResult, repeats: int, noise: float, shared_cores: int = 0,
                      budget: RerunBudget | None = None) -> FinetuneResult:
     """The answer, or the same with one stream per stage where that answer ran the CPU fully busy and one stream
     does at least as well on fresh re-runs (``_variant``): the host bounds such an answer, and streams that let the
@@ -232,10 +232,10 @@ def _one_stream_each(probe: Probe, best: FinetuneResult, repeats: int, noise: fl
     m, c = best.measurement, best.config
     if not _host_bound(m, shared_cores) or all(s <= 1 for s in c.streams):
         return best
-    return _variant(probe, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, budget, fewer=True)
+    return _variant(study, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, budget, fewer=True)
 
 
-def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: float,
+def _one_thread_fewer(study: Study, best: FinetuneResult, repeats: int, noise: float,
                       budget: RerunBudget | None = None) -> FinetuneResult:
     """The answer, or the same with one pre-processing thread fewer where that answer ran the CPU fully busy and
     the fewer threads do at least as well on fresh re-runs (``_variant``): with every core busy the threads only
@@ -245,7 +245,7 @@ def _one_thread_fewer(probe: Probe, best: FinetuneResult, repeats: int, noise: f
     m, c = best.measurement, best.config
     if not _cpu_bound(m) or c.pre_threads <= 1:
         return best
-    return _variant(probe, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, budget, fewer=True)
+    return _variant(study, best, c.with_(pre_threads=c.pre_threads - 1), repeats, noise, budget, fewer=True)
 
 
 def _cpu_bound(m: Measurement) -> bool:
@@ -259,7 +259,7 @@ def _host_bound(m: Measurement, shared_cores: int) -> bool:
     return not shared_cores and _cpu_bound(m)
 
 
-def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
+def _variant(study: Study, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
              budget: RerunBudget | None, fewer: bool) -> FinetuneResult:
     """``best`` or ``variant`` of it: the variant is raced against the answer (``dse.search.race``) on re-runs fresh
     for both, and answered where its mean is higher than the answer's, or as high where it uses ``fewer``
@@ -270,13 +270,13 @@ def _variant(probe: Probe, best: FinetuneResult, variant: Configuration, repeats
     its new re-runs, the answer's first."""
     head, rest = best.confirmed[0], best.confirmed[1:]
     first = head["first_rerun"] + len(head["reruns"])
-    raced = race(probe, [best.config, variant], FINETUNE, repeats, noise, first=first, budget=budget)
+    raced = race(study, [best.config, variant], FINETUNE, repeats, noise, first=first, budget=budget)
     answer_runs, runs = raced.runs
     head = _confirmed_entry(best.config, head["tuned"], head["reruns"] + answer_runs, head["first_rerun"])
     entry = _confirmed_entry(variant, True, runs, first)
     gain = raced.means[1] / raced.means[0] - 1
     if gain > TIE or (fewer and gain >= -TIE):
-        measured = probe.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
+        measured = study.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
         best = replace(best, config=variant, measurement=measured, confirmed=[entry, head, *rest])
     else:
         best = replace(best, confirmed=[head, *rest, entry])
@@ -291,7 +291,7 @@ def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float]
             "first_rerun": first}
 
 
-def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
+def _confirm(study: Study, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
              repeats: int, noise: float, reruns_used: int = 0, budget: RerunBudget | None = None) -> FinetuneResult:
     """The start or tuned configuration (``results``) with the best mean FPS over fresh re-runs, raced
     (``dse.search.race``: ``repeats`` each, more where the ranking is in doubt given ``noise``), after the ones that
@@ -304,25 +304,25 @@ def _confirm(probe: Probe, starts: Sequence[Configuration], results: Sequence[Fi
                 seen.add(config.hash)
                 entries.append({"result": i, "config": config, "tuned": tuned})
     first = max(repeats, reruns_used) + 1
-    raced = race(probe, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first, budget=budget)
+    raced = race(study, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first, budget=budget)
     for e, reruns, mean in zip(entries, raced.runs, raced.means):
         e.update(rank=mean, reruns=reruns)
     entries.sort(key=lambda e: -e["rank"])
     win = entries[0]
     r = results[win["result"]]
     confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], first) for e in entries]
-    return replace(r, config=win["config"], measurement=probe.measure(win["config"], FINETUNE),
+    return replace(r, config=win["config"], measurement=study.measure(win["config"], FINETUNE),
                    confirmed=confirmed)
 
 
-def guided_phase(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, bounds: Mapping[str, int],
+def guided_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                  settings: SearchSettings, known: Sequence[Measurement] = (),
                  progress: Callable[[str], None] | None = None) -> GuidedResult:
     """search.strategy=guided: the model-guided exploration of every option (``known``: the maximizer's
     measurements, which the model learns from too)."""
     if space.network_facts is None:
         raise DseError("the guided search needs the network's per-layer facts (a SearchSpace built for a platform)")
-    return guided_search(space, as_probe(evaluator, GUIDED), base, bounds, settings, space.network_facts(),
+    return guided_search(space, as_study(evaluator, GUIDED), base, bounds, settings, space.network_facts(),
                          options=settings.options or None, known=known, progress=progress)
 
 
@@ -403,37 +403,37 @@ class GuidedRun:
                 "guided": self.guided.to_dict(), "finetune": self.finetune.to_dict()}
 
 
-def run_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, settings: SearchSettings,
+def run_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, settings: SearchSettings,
                *, options: Sequence[str] | None = None, initial: Mapping[str, Sequence[int]] | None = None,
                progress: Callable[[str], None] | None = None) -> SearchResult | GuidedRun:
     """Every phase of ``settings.strategy`` in one process, sharing one memo; ``initial`` (option -> cuts)
     re-explores from reused tuples with K = 1 (the thesis' search only)."""
-    probe, initial = as_probe(evaluator, settings.strategy), dict(initial or {})
-    before = probe.measured
+    study, initial = as_study(evaluator, settings.strategy), dict(initial or {})
+    before = study.measured
     if settings.strategy == GUIDED:
         if progress:
             progress(f"maximizing parameters on option {space.main_only_option()}")
-        mx = maximize_phase(space, probe, base, settings)
-        known = list(probe.memo.values())
+        mx = maximize_phase(space, study, base, settings)
+        known = list(study.memo.values())
         if options:
             settings = settings.with_(options=tuple(options))
-        found = guided_phase(space, probe, base, mx.bounds, settings, known, progress)
+        found = guided_phase(space, study, base, mx.bounds, settings, known, progress)
         if progress:
             progress("fine-tuning")
-        tuned = finetune_phase(space, probe, found.finalists, settings, found.noise, found.reruns_used,
+        tuned = finetune_phase(space, study, found.finalists, settings, found.noise, found.reruns_used,
                                found.rerun_account)
-        return GuidedRun(mx, found, tuned, measured=probe.measured - before, settings=settings)
+        return GuidedRun(mx, found, tuned, measured=study.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")
-    mx = maximize_phase(space, probe, base, settings)
+    mx = maximize_phase(space, study, base, settings)
     results = {}
     for option in options or settings.options or space.options:
         if progress:
             progress(f"global search, option {option}")
-        results[option] = explore_phase(space, probe, base, mx.bounds, settings, option, initial.get(option))
+        results[option] = explore_phase(space, study, base, mx.bounds, settings, option, initial.get(option))
     selection = select_phase(space, {o: r.fps for o, r in results.items()}, settings)
-    refined = search_phase(space, probe, base, mx.bounds, settings, selection.shortlist, initial, progress)
+    refined = search_phase(space, study, base, mx.bounds, settings, selection.shortlist, initial, progress)
     if progress:
         progress("fine-tuning")
-    tuned = finetune_phase(space, probe, refined.best.best_config, settings)
-    return SearchResult(mx, results, selection, refined, tuned, measured=probe.measured - before, settings=settings)
+    tuned = finetune_phase(space, study, refined.best.best_config, settings)
+    return SearchResult(mx, results, selection, refined, tuned, measured=study.measured - before, settings=settings)

@@ -35,7 +35,7 @@ import numpy as np
 
 from dse.core.configuration import Configuration
 from dse.search.board_time import RerunBudget
-from dse.search.probe import Probe
+from dse.search.study import Study
 
 RACE_Z = 2.0              # two configurations this many standard errors of their difference apart are settled
 RACE_RESOLUTION = 0.02    # ... and the race stops once RACE_Z standard errors are below this (relative FPS)
@@ -80,7 +80,7 @@ class _Runs:
         return log_means, inverse[:k, :k], var, df
 
 
-def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
+def race(study: Study, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
          first: int = 1, resolution: float = RACE_RESOLUTION,
          pick: Callable[[list[float]], Collection[int]] | None = None,
          budget: RerunBudget | None = None) -> RaceResult:
@@ -91,7 +91,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
     ``RACE_Z`` standard errors of their difference, and where the order of the two changes the pick, get another
     batch, where ``budget`` allows it; the rest are settled."""
     so_far = _Runs(len(configs))
-    _batch(probe, configs, so_far, range(len(configs)), phase, repeats, first)
+    _batch(study, configs, so_far, range(len(configs)), phase, repeats, first)
     fit = so_far.fit()
     if repeats < 1 or noise <= 0:
         return RaceResult(so_far.runs, list(np.exp(fit[0])))
@@ -109,7 +109,7 @@ def race(probe: Probe, configs: Sequence[Configuration], phase: str, repeats: in
                 doubt.update((i, j))
         if not doubt or (budget is not None and not budget.allows([means[i] for i in doubt] * repeats)):
             break
-        _batch(probe, configs, so_far, sorted(doubt), phase, repeats, first)
+        _batch(study, configs, so_far, sorted(doubt), phase, repeats, first)
         fit = so_far.fit()
     return RaceResult(so_far.runs, list(np.exp(fit[0])))
 
@@ -124,7 +124,7 @@ def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> 
     return math.sqrt(var * df / (2 * gammaincinv(df / 2, 1 - confidence)))
 
 
-def _batch(probe: Probe, configs: Sequence[Configuration], so_far: _Runs, which: Sequence[int], phase: str,
+def _batch(study: Study, configs: Sequence[Configuration], so_far: _Runs, which: Sequence[int], phase: str,
            repeats: int, first: int) -> None:
     """``repeats`` more rounds of re-runs of the configurations in ``which`` (into ``so_far``): one run of each
     before the next of any, so a drift of the board's speed during the batch (a shared host's other tenants, a
@@ -134,7 +134,7 @@ def _batch(probe: Probe, configs: Sequence[Configuration], so_far: _Runs, which:
     for _ in range(repeats):
         for i in which:
             k = first + len(so_far.runs[i])
-            so_far.runs[i].extend(probe.remeasure(configs[i], phase, range(k, k + 1)))
+            so_far.runs[i].extend(study.remeasure(configs[i], phase, range(k, k + 1)))
             so_far.rounds[i].append(so_far.next_round)
         so_far.next_round += 1
 

@@ -14,21 +14,21 @@ from dse.core.measurement import Measurement
 from dse.search.ga_common import stream_cap
 from dse.search.initial import random_tuple
 from dse.search.params import make_config
-from dse.search.probe import Probe, as_probe, score
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.result import StrategyResult
 from dse.search.settings import SearchSettings
-from dse.search.space import Evaluator, SearchSpace, stage_width
+from dse.search.space import SearchSpace, stage_width
 
 PHASE = "random"
 
 
-def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Configuration, options: Sequence[str],
+def random_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, options: Sequence[str],
                   bounds: Mapping[str, int], settings: SearchSettings, budget: int, seed: int = 0) -> StrategyResult:
     """``extra``: the budget."""
     if budget < 1:
         raise DseError(f"random search needs a budget >= 1, got {budget}")
-    probe = as_probe(evaluator)
-    mark = probe.measured
+    study = as_study(evaluator)
+    mark = study.measured
     rng = random.Random(f"{seed}:random-search")
     options = [o for o in options if len(space.feasible_cuts) >= space.n_cuts(o)]
     asked: set[str] = set()
@@ -45,7 +45,7 @@ def random_search(space: SearchSpace, evaluator: Evaluator | Probe, base: Config
         if cfg.hash in asked:
             continue
         asked.add(cfg.hash)
-        m = probe.measure(cfg, PHASE)
+        m = study.measure(cfg, PHASE)
         if best is None or score(m) > score(best):
             best = m
-    return StrategyResult(best.config, best, probe.asked_since(mark), {"budget": budget})
+    return StrategyResult(best.config, best, study.asked_since(mark), {"budget": budget})

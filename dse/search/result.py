@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
-from dse.search.probe import score
+from dse.search.study import score
 
 
 @dataclass

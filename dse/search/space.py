@@ -1,17 +1,13 @@
 """What a search strategy may know: the network's cut structure and the platform's mapping options.
 
-Strategies never see a backend. They ask an ``Evaluator`` for measurements (Optuna's sampler/study
-split): the evaluator owns caching, building engines and persistence.
+Strategies never see a backend: they ask a ``dse.search.study.Study`` for measurements.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from dse.core.configuration import Configuration
 from dse.core.errors import DseError, choices_error
-from dse.core.measurement import Measurement
 
 STAGE_TYPES = ("GPU", "DLA", "PND", "CPU")
 
@@ -21,13 +17,6 @@ def stage_width(stage_type: str) -> int:
     streams, may have twice a single PE's streams, and takes half the time of one PE. The one place for
     that rule: every strategy scales by it."""
     return 2 if stage_type == "PND" else 1
-
-
-class Evaluator(Protocol):
-    """Measures one configuration; implementations cache by ``(config.hash, repeat)`` (never measure twice);
-    ``repeat`` > 0 asks for an independent re-run."""
-
-    def evaluate(self, config: Configuration, *, phase: str, strategy: str, repeat: int = 0) -> Measurement: ...
 
 
 @dataclass

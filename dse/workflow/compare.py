@@ -30,7 +30,7 @@ from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
 from dse.report.tables import TUPLE_PHASES
 from dse.search.baselines import DLA_ONLY, INTERLEAVED, base_d_config, base_g_config, interleaved_config
-from dse.search.recorder import RecordingProbe
+from dse.search.study import Study
 from dse.search.result import StrategyResult
 from dse.workflow.compare_settings import METHODS, OPTUNA_SAMPLERS, RUN_STRATEGIES, SLUG, CompareSettings
 from dse.workflow.phases import RunContext, own_rows
@@ -68,16 +68,16 @@ class Comparison:
         self.options = self.ctx.options()          # what the run's own search explored
         self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
         self.base = self.ctx.base
-        self._probes: dict[str, RecordingProbe] = {}
+        self._studies: dict[str, Study] = {}
 
-    def probe(self, method: str) -> RecordingProbe:
-        """The method's probe, made once: an evaluator (cache = every file of the run, re-read where another
+    def study(self, method: str) -> Study:
+        """The method's study, made once: an evaluator (cache = every file of the run, re-read where another
         method's evaluator wrote since) writing the method's own file."""
-        if method not in self._probes:
+        if method not in self._studies:
             slug = SLUG[method]
             ev = self.ctx.evaluator(f"compare-{slug}", f"compare {method}", backend=self.backend)
-            self._probes[method] = RecordingProbe(ev, strategy=method, phase_prefix=slug)
-        return self._probes[method]
+            self._studies[method] = Study(ev, strategy=method, phase_prefix=slug)
+        return self._studies[method]
 
     @functools.cached_property
     def _own_frame(self) -> pd.DataFrame:
@@ -108,7 +108,7 @@ class Comparison:
 
 
 def _answer(m, asked, *, extra: dict | None = None, reruns=()) -> StrategyResult:
-    """A method's answer ``m`` with everything it asked for (``asked``: its probe's, the configurations its runner
+    """A method's answer ``m`` with everything it asked for (``asked``: its study's, the configurations its runner
     measured around the strategy included) and ``extra``, the method's column of comparison.parquet (``reruns``:
     its own re-runs of configurations it had measured: board runs, no new engines)."""
     return StrategyResult(m.config if m is not None else None, m, list(asked), extra or {}, list(reruns))
@@ -135,118 +135,118 @@ def run_method(cmp: Comparison, method: str, results: dict) -> StrategyResult:
 
 @runs("Base(G)")
 def _base_g(cmp: Comparison, method: str, results: dict) -> StrategyResult:
-    probe = cmp.probe(method)
-    return _answer(probe.measure(base_g_config(cmp.base, cmp.space), "baseline"), probe.asked)
+    study = cmp.study(method)
+    return _answer(study.measure(base_g_config(cmp.base, cmp.space), "baseline"), study.asked)
 
 
 @runs("Base(D)")
 def _base_d(cmp: Comparison, method: str, results: dict) -> StrategyResult:
-    probe = cmp.probe(method)
+    study = cmp.study(method)
     if DLA_ONLY not in cmp.space.options:
         raise _Skip("no single-DLA stage can run here (no DLA, or not at this precision and batch)")
-    return _answer(probe.measure(base_d_config(cmp.base), "baseline"), probe.asked)
+    return _answer(study.measure(base_d_config(cmp.base), "baseline"), study.asked)
 
 
 @runs("Interleaved", "Interleaved+tuned")
 def _interleaved(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.baselines import interleaved_tuned
 
-    probe = cmp.probe(method)
+    study = cmp.study(method)
     if INTERLEAVED not in cmp.space.options:
         raise _Skip("no interleaved stage can run here (the backend has none, or not at this precision)")
     if method == "Interleaved":
-        return _answer(probe.measure(interleaved_config(cmp.base), "baseline"), probe.asked)
-    r = interleaved_tuned(cmp.space, probe, cmp.base, cmp.bounds, cmp.ctx.settings)
-    return _answer(r.measurement, probe.asked, extra=r.extra)
+        return _answer(study.measure(interleaved_config(cmp.base), "baseline"), study.asked)
+    r = interleaved_tuned(cmp.space, study, cmp.base, cmp.bounds, cmp.ctx.settings)
+    return _answer(r.measurement, study.asked, extra=r.extra)
 
 
 @runs("Profiled")
 def _profiled(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_profiled import profiled_search
 
-    probe, space, ctx = cmp.probe(method), cmp.space, cmp.ctx
+    study, space, ctx = cmp.study(method), cmp.space, cmp.ctx
     ratio, how = _dla_ratio(cmp, results)
     if space.gpu_layer_profile is None:
         raise _Skip(f"the {cmp.backend.name!r} backend gives no per-layer GPU profile")
     profile = space.gpu_layer_profile()
-    r = profiled_search(space, probe, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings,
+    r = profiled_search(space, study, cmp.base, cmp.options, profile, ratio, cmp.bounds, ctx.settings,
                         cmp.settings.profiled_ga)
     e = r.extra   # comparison.parquet's extra_json is this dict as written, in this key order
     extra = {**{k: e[k] for k in ("option", "cuts", "estimate_ms", "estimated_fps", "dla_ratio", "evaluations",
                                   "start")}, "fps": r.fps, "history": e["history"], "ratio_from": how}
     # Table 3.11: estimate vs measurement for the Profiled mapping and the run's own search's mapping
     start = Configuration.from_dict(e["start"])
-    extra["estimates"] = [_estimate_row("Profiled", start, probe.measure(start, "start"), profile, ratio, space)]
+    extra["estimates"] = [_estimate_row("Profiled", start, study.measure(start, "start"), profile, ratio, space)]
     if _own_best(cmp) is not None:
         found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
         own = cmp.own_method
-        pm = cmp.probe(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
+        pm = cmp.study(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
         extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
-    return _answer(r.measurement, probe.asked, extra=extra)
+    return _answer(r.measurement, study.asked, extra=extra)
 
 
 @runs("Comprehensive GA")
 def _comprehensive_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_comprehensive import comprehensive_ga
 
-    probe = cmp.probe(method)
-    r = comprehensive_ga(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, cmp.settings.ga)
-    return _answer(r.measurement, probe.asked, extra={"history": r.extra["history"]})
+    study = cmp.study(method)
+    r = comprehensive_ga(cmp.space, study, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, cmp.settings.ga)
+    return _answer(r.measurement, study.asked, extra={"history": r.extra["history"]})
 
 
 @runs("Fine-tuning GA")
 def _finetune_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_finetune import finetune_ga
 
-    probe = cmp.probe(method)
+    study = cmp.study(method)
     found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["best_config"])
-    probe.measure(found, "start")   # the run's answer (already measured by its own search)
-    r = finetune_ga(cmp.space, probe, found, cmp.ctx.settings, cmp.settings.finetune_ga)
-    return _answer(r.measurement, probe.asked,
+    study.measure(found, "start")   # the run's answer (already measured by its own search)
+    r = finetune_ga(cmp.space, study, found, cmp.ctx.settings, cmp.settings.finetune_ga)
+    return _answer(r.measurement, study.asked,
                    extra={"history": r.extra["history"], "mapping_points": len(_own_mapping_points(cmp)),
-                          "param_points": len(probe.asked) - 1})
+                          "param_points": len(study.asked) - 1})
 
 
 @runs("Exhaustive")
 def _exhaustive(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.exhaustive import exhaustive_search
 
-    probe, s = cmp.probe(method), cmp.settings
-    r = exhaustive_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings,
+    study, s = cmp.study(method), cmp.settings
+    r = exhaustive_search(cmp.space, study, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings,
                           max_cuts=s.exhaustive_max_cuts, cap=s.exhaustive_cap)
-    return _answer(r.measurement, probe.asked, extra={k: r.extra[k] for k in ("tuples", "coverage")})
+    return _answer(r.measurement, study.asked, extra={k: r.extra[k] for k in ("tuples", "coverage")})
 
 
 @runs("Random")
 def _random(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.random_search import random_search
 
-    probe, budget = cmp.probe(method), len(cmp.own_search_rows())
-    r = random_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
+    study, budget = cmp.study(method), len(cmp.own_search_rows())
+    r = random_search(cmp.space, study, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
                       seed=cmp.ctx.settings.seed)
-    return _answer(r.measurement, probe.asked, extra=r.extra)
+    return _answer(r.measurement, study.asked, extra=r.extra)
 
 
 @runs(*OPTUNA_SAMPLERS)
 def _optuna(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     import importlib.util
 
-    probe = cmp.probe(method)
+    study = cmp.study(method)
     if importlib.util.find_spec("optuna") is None:   # an optional extra: the rest of the comparison still runs
         raise _Skip("optuna is not installed: pip install -e '.[optuna]'")
     from dse.search.optuna_search import optuna_search
 
     budget = len(cmp.own_search_rows())   # the same budget rule as Random
-    r = optuna_search(cmp.space, probe, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
+    r = optuna_search(cmp.space, study, cmp.base, cmp.options, cmp.bounds, cmp.ctx.settings, budget,
                       sampler=OPTUNA_SAMPLERS[method], seed=cmp.ctx.settings.seed)
-    return _answer(r.measurement, probe.asked, extra={k: r.extra[k] for k in ("budget", "trials")})
+    return _answer(r.measurement, study.asked, extra={k: r.extra[k] for k in ("budget", "trials")})
 
 
 @runs(*RUN_STRATEGIES)
 def _run_strategy(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     """The run's own search.strategy is read from its phases, not rerun; the other one runs here on the options
     the run explored."""
-    ctx, probe = cmp.ctx, cmp.probe(method)
+    ctx, study = cmp.ctx, cmp.study(method)
     if RUN_STRATEGIES[method] == ctx.settings.strategy:
         from dse.store import row_to_measurement
 
@@ -258,8 +258,8 @@ def _run_strategy(cmp: Comparison, method: str, results: dict) -> StrategyResult
                               "param_points": int((rows["phase"] == "finetune").sum())})
     from dse.search import run_search
 
-    r = run_search(cmp.space, probe, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
-    return _answer(r.finetune.measurement, probe.asked, reruns=probe.reruns,
+    r = run_search(cmp.space, study, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
+    return _answer(r.finetune.measurement, study.asked, reruns=study.reruns,
                    extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
 
 
@@ -273,7 +273,7 @@ def _own_best(cmp: Comparison):
         return None
     best = OmegaConf.to_container(OmegaConf.load(path))
     cfg = Configuration.from_dict(best["config"])
-    return cmp.probe(cmp.own_method).evaluator.cache.get((cfg.hash, 0))
+    return cmp.study(cmp.own_method).evaluator.cache.get((cfg.hash, 0))
 
 
 def _own_mapping_points(cmp: Comparison) -> set:
@@ -287,9 +287,9 @@ def _dla_ratio(cmp: Comparison, results: dict) -> tuple[float, str]:
     board gives), else the search setting."""
     g, d = (results[m].measurement if m in results else None for m in ("Base(G)", "Base(D)"))
     if g is None and DLA_ONLY in cmp.space.options:
-        g = cmp.probe("Base(G)").measure(base_g_config(cmp.base, cmp.space), "baseline")
+        g = cmp.study("Base(G)").measure(base_g_config(cmp.base, cmp.space), "baseline")
     if d is None and DLA_ONLY in cmp.space.options:
-        d = cmp.probe("Base(D)").measure(base_d_config(cmp.base), "baseline")
+        d = cmp.study("Base(D)").measure(base_d_config(cmp.base), "baseline")
     if g and d and g.ok and d.ok and g.stage_ms and d.stage_ms:
         return float(d.stage_ms[0] / g.stage_ms[0]), "Base(D)/Base(G) stage times"
     return float(cmp.ctx.settings.dla_ratio), "search.dla_ratio"
@@ -336,6 +336,6 @@ def confirm(cmp: Comparison, method: str, m) -> list[float]:
     those samples chose its answer)."""
     if m is None or not m.ok:
         return []
-    ev = cmp.probe(method).evaluator
+    ev = cmp.study(method).evaluator
     return [float(ev.evaluate(m.config, phase=f"{SLUG[method]}/confirm", strategy=method, repeat=i).fps)
             for i in range(CONFIRM_FIRST, CONFIRM_FIRST + cmp.settings.repeats)]

@@ -351,7 +351,7 @@ def clocks(run: str | Path) -> dict:
 
     from dse.report.plots import energy_front
     from dse.search.clocks import PHASE, EnergySettings, clock_phase, mapping_candidates
-    from dse.search.probe import Probe
+    from dse.search.study import Study
 
     ctx = RunContext(Path(run))
     settings = EnergySettings.from_dict(ctx.part("energy"))
@@ -360,8 +360,8 @@ def clocks(run: str | Path) -> dict:
     asked = asked_by_phases(ctx.run, ctx.settings.strategy) or set()
     measured = [m for m in (ev.cache.get((h, 0)) for h in sorted(asked)) if m is not None]
     candidates = mapping_candidates(best, measured, settings.mappings)
-    probe = Probe(ev, ctx.settings.strategy)
-    result = clock_phase(probe, ctx.platform, candidates, settings,
+    study = Study(ev, ctx.settings.strategy)
+    result = clock_phase(study, ctx.platform, candidates, settings,
                          progress=lambda msg: print(f"[clocks] {msg}", file=sys.stderr, flush=True))
     out = result.to_dict()
     write_json_atomic(ctx.run / "clocks.json", out)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,7 +31,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     """The parts of a composed config, each validated by the object a job builds from it, the mapping options the
     run explores (``search.options``, else every option of the platform) and, per target family ("pipeline",
     "layermap"), why the platform cannot run it. A layer-mapping board has no pipeline parts (search, compare)."""
-    from dse.backends import MeasureSettings, validate_backend
+    from dse.backends import MeasureSettings, sets_clocks, validate_backend
     from dse.platform.checks import over_limit
     from dse.network import check_model_source, model_source
     from dse.platform import load_platform
@@ -56,7 +55,7 @@ def config_parts(cfg: DictConfig) -> tuple[dict[str, dict], tuple[str, ...], dic
     validate_backend(loaded, measure)
     search = {**OmegaConf.to_container(cfg.search, resolve=True), "reuse_from": cfg.get("reuse_from")}
     search, energy = EnergySettings.split(search)   # the clock phase's keys: a part of their own
-    energy.check(loaded)
+    energy.check(loaded, sets_clocks(loaded))
     # a stage gets no more streams than the platform runs (host-cpu: 4): the default, 8, is a Jetson's, and a
     # maximizer or fine-tuner asking for more is only refused (a guided search on host-cpu: 5 of its 52)
     settings = SearchSettings.from_dict(search)
@@ -108,34 +107,21 @@ def measurement_context(platform: dict, measure: dict, weights: str | None = Non
     return digest(json.dumps(parts, sort_keys=True, default=str))
 
 
-@dataclass(frozen=True)
-class RunPlan(Plan):
-    """One planned run: the text of each config part, the whole resolved config, the options it explores."""
-
-    options: tuple[str, ...]
-    strategy: str = SearchSettings.strategy   # search.strategy: which rules the run's search takes
-    refused: dict = field(default_factory=dict)   # target family ("pipeline", "layermap") -> why not here ("": can)
-    layermap_files: tuple[str, ...] = ()           # the layermap target's run-relative outputs
-    layermap_solve_files: tuple[str, ...] = ()     # the layermap solve jobs' results (the merge's inputs)
-    backend: str = "sim"                           # what a measuring job's runtime depends on
-    clocks: bool = False                           # the run has a clock phase (search.objective, pareto, min_fps)
-
-    @property
-    def runtime_min(self) -> int:
-        """Wall-time a measuring job may need (the cluster executor's ``runtime``): a virtual board explores in
-        seconds, host CPU groups in minutes, a real board for hours (thesis Table 3.7: ~10 board-hours)."""
-        return RUNTIME_MIN.get(self.backend, RUNTIME_MIN["trt"])
-
-    def targets(self, family: str, run: str) -> list[str]:
-        """The outputs of a target family for this run, or a DseError saying why the platform cannot run it."""
-        if self.refused.get(family):
-            raise DseError(f"{run}: {self.refused[family]}")
-        files = (["report.md", *(["clocks.json"] if self.clocks else [])] if family == "pipeline"
-                 else list(self.layermap_files))
-        return [f"{run}/{f}" for f in files + ["config.yaml"]]
+def runtime_min(plan: Plan) -> int:
+    """Wall-time a measuring job of a run may need (the cluster executor's ``runtime``): a virtual board explores in
+    seconds, host CPU groups in minutes, a real board for hours (thesis Table 3.7: ~10 board-hours)."""
+    return RUNTIME_MIN.get(plan.facts["backend"], RUNTIME_MIN["trt"])
 
 
-def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
+def run_targets(plan: Plan, family: str, run: str) -> list[str]:
+    """The outputs of a target family ("pipeline", "layermap") for a run, or a DseError saying why its platform
+    cannot run it."""
+    if plan.facts["refused"].get(family):
+        raise DseError(f"{run}: {plan.facts['refused'][family]}")
+    return plan.files(run, family)
+
+
+def plan_runs(snakemake_config: dict) -> dict[str, Plan]:
     """Compose and validate one config per benchmark (`benchmarks=[a,b]` or the `benchmark=` override).
 
     Returns run directory -> its plan (one explore_option job per option). Writes nothing."""
@@ -143,7 +129,7 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     benchmarks = snakemake_config.get("benchmarks")
     if isinstance(benchmarks, str):
         benchmarks = split_overrides(benchmarks)
-    runs: dict[str, RunPlan] = {}
+    runs: dict[str, Plan] = {}
     for bench in benchmarks or [None]:
         extra = [] if bench is None else [f"benchmark={bench}"]
         rd, plan = plan_run(compose_config(overrides + extra))
@@ -153,18 +139,19 @@ def plan_runs(snakemake_config: dict) -> dict[str, RunPlan]:
     return runs
 
 
-def plan_run(cfg: DictConfig) -> tuple[str, RunPlan]:
+def plan_run(cfg: DictConfig) -> tuple[str, Plan]:
     """(run directory, plan) of one composed config: what `plan_runs` makes per benchmark and a study per point."""
     from dse.search.clocks import EnergySettings
     from dse.systems.layermap.settings import LayermapSettings
 
     parts, options, refused = config_parts(cfg)
-    plan = RunPlan(parts={k: _yaml(v) for k, v in parts.items()}, resolved=OmegaConf.to_yaml(cfg),
-                   options=options, strategy=parts.get("search", {}).get("strategy", SearchSettings.strategy),
-                   refused=refused, layermap_files=layermap_outputs(parts["layermap"]),
-                   layermap_solve_files=tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files()),
-                   backend=parts["platform"].get("backend", "sim"),
-                   clocks=bool(parts.get("energy")) and EnergySettings.from_dict(parts["energy"]).active)
+    clocks = bool(parts.get("energy")) and EnergySettings.from_dict(parts["energy"]).active
+    inputs = {"pipeline": ("report.md", *(["clocks.json"] if clocks else []), "config.yaml"),
+              "layermap": (*layermap_outputs(parts["layermap"]), "config.yaml"),
+              "layermap_solve": tuple(LayermapSettings.from_dict(parts["layermap"]).solve_files())}
+    facts = {"options": options, "strategy": parts.get("search", {}).get("strategy", SearchSettings.strategy),
+             "refused": refused, "backend": parts["platform"].get("backend", "sim"), "clocks": clocks}
+    plan = Plan({k: _yaml(v) for k, v in parts.items()}, OmegaConf.to_yaml(cfg), inputs=inputs, facts=facts)
     return str(run_dir(cfg)), plan
 
 

@@ -8,7 +8,7 @@ the points' ``summary.json`` (written by rule ``report``) and the study's config
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,23 +18,11 @@ from dse.config import Plan, read_part
 from dse.core.errors import DseError
 from dse.store.atomic import write_text_atomic
 from dse.store.parquet import write_atomic
-from dse.workflow.plan import RunPlan
 
 STUDY_FILES = ("study.parquet", "study.md", "plots/study_gain.png", "plots/study_options.png")
 
 
-@dataclass(frozen=True)
-class StudyPlan(Plan):
-    runs: dict[str, RunPlan]        # run directory -> its plan, in grid order
-
-    def files(self, sdir: str) -> list[str]:
-        return [f"{sdir}/{f}" for f in STUDY_FILES]
-
-    def point_files(self) -> list[str]:
-        return [f"{run}/{f}" for run in self.runs for f in ("summary.json", "config.yaml")]
-
-
-def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
+def plan_study(snakemake_config: dict) -> dict[str, Plan]:
     """Compose the study (``overrides``, e.g. ``[study=xavier-36]``) and plan every point; every bad value is
     refused before any job runs. Writes nothing."""
     from dse.config import compose_config, split_overrides
@@ -44,7 +32,7 @@ def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
     overrides = split_overrides(snakemake_config.get("overrides"))
     cfg = compose_config(overrides)
     settings = StudySettings.from_dict(cfg.study)
-    runs: dict[str, RunPlan] = {}
+    runs: dict[str, Plan] = {}
     points = []
     for point in settings.points():
         where = f"results_dir={settings.results_dir(cfg.results_dir, point)}"
@@ -52,18 +40,21 @@ def plan_study(snakemake_config: dict) -> dict[str, StudyPlan]:
             run, plan = plan_run(compose_config(overrides + list(point.overrides) + [where]))
         except DseError as exc:
             raise DseError(f"study {settings.name}, point {point.values}: {exc}") from None
-        if plan.refused.get("pipeline"):
-            raise DseError(f"study {settings.name}, point {point.values}: {plan.refused['pipeline']}")
+        if plan.facts["refused"].get("pipeline"):
+            raise DseError(f"study {settings.name}, point {point.values}: {plan.facts['refused']['pipeline']}")
         if run in runs:
             raise DseError(f"study {settings.name}: two points share the run directory {run} "
                            f"(a grid value that does not change the run, e.g. a batch the benchmark overrides?)")
         runs[run] = plan
         points.append({"run": run, **{k: v for k, v in point.values.items()}})
     part = OmegaConf.to_yaml(OmegaConf.create({**settings.to_dict(), "points": points}))
-    return {settings.study_dir(cfg.results_dir): StudyPlan({"study": part}, OmegaConf.to_yaml(cfg), runs)}
+    sdir = settings.study_dir(cfg.results_dir)
+    points = tuple(f"{os.path.relpath(run, sdir)}/{f}" for run in runs for f in ("summary.json", "config.yaml"))
+    return {sdir: Plan({"study": part}, OmegaConf.to_yaml(cfg), STUDY_FILES, {"points": points},
+                       {"runs": runs})}   # run directory -> its plan, in grid order
 
 
-def plan_study_point(snakemake_config: dict, run: str) -> RunPlan | None:
+def plan_study_point(snakemake_config: dict, run: str) -> Plan | None:
     """The plan of the one point of the study whose run directory is ``run`` (None if none is): what a job running
     inside a cluster job needs, without planning the whole study (~0.25 s per point, minutes for 1,000 points).
     Points whose grid values appear in ``run``'s path are tried first; each is verified by planning it."""

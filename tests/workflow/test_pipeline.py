@@ -109,14 +109,14 @@ def test_workflow_and_run_search_are_one_method(finished):
     from dse.workflow.phases import search_setup
     from dse.config import split_overrides
     from dse.evaluate import Evaluator
-    from dse.search import Probe, run_search
+    from dse.search import Study, run_search
 
     wd, _ = finished
     overrides = tuple(o for o in split_overrides(FAST) if not o.startswith("benchmark="))
     _, _, backend, space, settings, base = search_setup("tiny-detector", "int8", wd / "solo-engines",
                                                         "xavier-agx-sim", overrides)
     ev = Evaluator(backend)
-    result = run_search(space, Probe(ev), base, settings)
+    result = run_search(space, Study(ev), base, settings)
     best = yaml.safe_load((wd / RUN / "best.yaml").read_text())
     assert best["config"] == result.finetune.config.to_dict() and best["fps"] == result.finetune.fps
     frame = pd.read_parquet(wd / RUN / "measurements.parquet")
@@ -335,7 +335,7 @@ def test_guided_strategy_end_to_end(finished):
     from dse.workflow.phases import search_setup
     from dse.config import split_overrides
     from dse.evaluate import Evaluator
-    from dse.search import Probe, run_search
+    from dse.search import Study, run_search
     from dse.workflow.phases import asked_by_phases
 
     wd, _ = finished
@@ -353,7 +353,7 @@ def test_guided_strategy_end_to_end(finished):
     overrides = tuple(o for o in split_overrides(guided) if not o.startswith("benchmark="))
     _, _, backend, space, settings, base = search_setup("tiny-detector", "int8", wd / "guided-engines",
                                                         "xavier-agx-sim", overrides)
-    result = run_search(space, Probe(Evaluator(backend)), base, settings)
+    result = run_search(space, Study(Evaluator(backend)), base, settings)
     best = yaml.safe_load((run / "best.yaml").read_text())
     assert best["config"] == result.finetune.config.to_dict() and searched["unique_tuples"] == result.unique_tuples
     frame = pd.read_parquet(run / "measurements.parquet")

@@ -11,7 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from dse.core.errors import DseError
 from dse.farm.lease import BOARDS_ENV, parse_farm
-from dse.workflow.plan import PARTS, plan_runs
+from dse.workflow.plan import PARTS, plan_runs, run_targets, runtime_min
 
 # Jobs run dse with this process's interpreter (the environment snakemake was installed in); with
 # `--sdm conda` they run in the environment of workflow/envs/dse.yaml instead.
@@ -34,7 +34,7 @@ def targets(family):
     only when the target is asked for, so a board that cannot run the other family is refused by name."""
     def inputs(wildcards):
         try:
-            return [f for run, plan in RUNS.items() for f in plan.targets(family, run)]
+            return [f for run, plan in RUNS.items() for f in run_targets(plan, family, run)]
         except DseError as exc:
             raise WorkflowError(str(exc)) from None
     return inputs
@@ -79,6 +79,11 @@ def lazy_plans(label, planner):
     return all_plans, plan_of
 
 
+def planned_inputs(plan_of, wildcard, name):
+    """A rule's input function: the file list ``name`` of the plan of the directory in ``wildcard``."""
+    return lambda wildcards: plan_of(wildcards[wildcard]).files(wildcards[wildcard], name)
+
+
 def family_files(all_plans):
     """Input function of a family's target: the outputs of every one of its planned directories."""
     return lambda wildcards: [f for directory, plan in all_plans().items() for f in plan.files(directory)]
@@ -113,7 +118,7 @@ def study_point(run):
     """A study point's plan: from the whole study where this process planned it (the submitting one), else that
     point alone (a job inside a cluster job needs only its own run); None if ``run`` is no point of the study."""
     if study_plans.planned():
-        return next((plan.runs[run] for plan in study_plans().values() if run in plan.runs), None)
+        return next((plan.facts["runs"][run] for plan in study_plans().values() if run in plan.facts["runs"]), None)
     if run not in STUDY_POINTS:
         from dse.workflow.study import plan_study_point
 

@@ -15,7 +15,7 @@ rule comparison:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: 4 * run_plan(wc.run).runtime_min,
+        runtime=lambda wc: 4 * runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:

@@ -31,7 +31,7 @@ rule dataflow_comap:
     input:
         "{ddir}/config/dataflow.yaml",
         "{ddir}/config/platform.yaml",
-        lambda wc: [f"{wc.ddir}/{k}/{n}.parquet" for n in dataflow_plan(wc.ddir).networks for k in ("pareto", "tasks")],
+        planned_inputs(dataflow_plan, "ddir", "profiles"),
     output:
         "{ddir}/comap/{djob}.json",
     log:
@@ -61,7 +61,7 @@ rule dataflow_deploy:
 rule dataflow_report:
     """Relative fitness and search time per deadline (Figs. 5.6-5.9), deployment check, dataflow.parquet."""
     input:
-        lambda wc: dataflow_plan(wc.ddir).job_files(wc.ddir, "comap", "json") + dataflow_plan(wc.ddir).job_files(wc.ddir, "deploy", "parquet"),
+        planned_inputs(dataflow_plan, "ddir", "comappings"),
         "{ddir}/config.yaml",
     output:
         "{ddir}/dataflow.md",

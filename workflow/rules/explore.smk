@@ -17,7 +17,7 @@ rule maximize:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: run_plan(wc.run).runtime_min,
+        runtime=lambda wc: runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:
@@ -36,7 +36,7 @@ rule explore_option:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: run_plan(wc.run).runtime_min,
+        runtime=lambda wc: runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:
@@ -46,11 +46,11 @@ rule explore_option:
 rule select_option:
     """The mapping option with the best FPS, and the shortlist within search.refine_within of it."""
     input:
-        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=run_plan(wc.run).options),
+        lambda wc: expand("{run}/options/{option}.json", run=wc.run, option=run_plan(wc.run).facts["options"]),
     output:
         "{run}/selected.json",
     params:
-        options=lambda wc: ",".join(run_plan(wc.run).options),
+        options=lambda wc: ",".join(run_plan(wc.run).facts["options"]),
     localrule: True
     log:
         "{run}/logs/select.log",
@@ -65,7 +65,7 @@ rule search:
     maximizer (no per-option jobs). search.strategy=proposed: global + local search (Algorithms 2 and 3, T lowered
     greedily) on each shortlisted option."""
     input:
-        lambda wc: f"{wc.run}/maximize.json" if run_plan(wc.run).strategy == "guided" else f"{wc.run}/selected.json",
+        lambda wc: f"{wc.run}/maximize.json" if run_plan(wc.run).facts["strategy"] == "guided" else f"{wc.run}/selected.json",
     output:
         "{run}/search.json",
     log:
@@ -74,7 +74,7 @@ rule search:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: run_plan(wc.run).runtime_min,
+        runtime=lambda wc: runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:
@@ -93,7 +93,7 @@ rule finetune:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: run_plan(wc.run).runtime_min,
+        runtime=lambda wc: runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:
@@ -115,7 +115,7 @@ rule clocks:
     resources:
         board=1,
         mem_mb=2000,
-        runtime=lambda wc: run_plan(wc.run).runtime_min,
+        runtime=lambda wc: runtime_min(run_plan(wc.run)),
     conda:
         ENV
     shell:

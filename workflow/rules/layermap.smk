@@ -65,7 +65,7 @@ rule layermap_pareto:
 rule layermap_merge:
     """Measure every chosen mapping, write layermap.parquet, layermap.md, the bar plot and the Gantt charts."""
     input:
-        lambda wc: [f"{wc.run}/{f}" for f in RUNS[wc.run].layermap_solve_files],
+        planned_inputs(run_plan, "run", "layermap_solve"),
         "{run}/config/layermap.yaml",
         "{run}/config/platform.yaml",
         "{run}/config/measure.yaml",

@@ -32,7 +32,7 @@ rule multi_powerfit:
     input:
         "{mdir}/config/step1.yaml",
         "{mdir}/config/platform.yaml",
-        lambda wc: [f"{wc.mdir}/pareto/{n}.parquet" for n in multi_plan(wc.mdir).networks],
+        planned_inputs(multi_plan, "mdir", "fronts"),
     output:
         "{mdir}/powerfit.json",
         "{mdir}/powerfit.parquet",
@@ -51,7 +51,7 @@ rule multi_global:
     input:
         "{mdir}/config/multi.yaml",
         "{mdir}/powerfit.json",
-        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in multi_plan(wc.mdir).networks for k in ("pareto", "tasks")],
+        planned_inputs(multi_plan, "mdir", "profiles"),
     output:
         "{mdir}/global/{gmethod}.json",
     wildcard_constraints:
@@ -71,7 +71,7 @@ rule multi_combine:
     input:
         "{mdir}/config/multi.yaml",
         "{mdir}/powerfit.json",
-        lambda wc: [f"{wc.mdir}/{k}/{n}.parquet" for n in multi_plan(wc.mdir).networks for k in ("pareto", "tasks")],
+        planned_inputs(multi_plan, "mdir", "profiles"),
         multi_global_input,
     output:
         "{mdir}/combine/{fsm}-{mmethod}.json",
@@ -119,7 +119,7 @@ rule multi_deploy:
 rule multi_report:
     """Table 4.8-style grid, energy ratios, frequency tables, Gantt of one hyperperiod, the JEDI/nvpmodel export."""
     input:
-        lambda wc: multi_plan(wc.mdir).combine_files(wc.mdir) + multi_plan(wc.mdir).combine_files(wc.mdir, "deploy", "parquet"),
+        planned_inputs(multi_plan, "mdir", "deployments"),
         "{mdir}/config.yaml",
     output:
         "{mdir}/multi.md",

@@ -2,7 +2,7 @@ rule report:
     """Merged measurements, report.md (Table 3.5 / 3.4 rows) and plots."""
     input:
         lambda wc: [f"{wc.run}/best.yaml", f"{wc.run}/config/energy.yaml",
-                    *([f"{wc.run}/clocks.json"] if run_plan(wc.run).clocks else [])],
+                    *([f"{wc.run}/clocks.json"] if run_plan(wc.run).facts["clocks"] else [])],
     output:
         report("{run}/report.md", category="Summary"),
         measurements="{run}/measurements.parquet",

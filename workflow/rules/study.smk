@@ -11,7 +11,7 @@ rule study_merge:
     """study.parquet (one row per point), study.md and the plots, from every point's summary.json."""
     input:
         "{sdir}/config/study.yaml",
-        lambda wc: study_plan(wc.sdir).point_files(),
+        planned_inputs(study_plan, "sdir", "points"),
     output:
         "{sdir}/study.parquet",
         "{sdir}/study.md",

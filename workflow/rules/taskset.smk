@@ -25,7 +25,7 @@ rule taskset_variants:
 rule taskset_campaign:
     """One scenario: N sets per threshold, each decided under every configuration (bound, greedy, HiGHS)."""
     input:
-        lambda wc: taskset_plan(wc.tdir).campaign_inputs(wc.tdir),
+        planned_inputs(taskset_plan, "tdir", "campaign_inputs"),
     output:
         "{tdir}/campaign/{scenario}.parquet",
         "{tdir}/campaign/{scenario}.json",
@@ -40,7 +40,7 @@ rule taskset_campaign:
 rule taskset_report:
     """Success ratio and mean instances per threshold x configuration (taskset.parquet, taskset.md, plots)."""
     input:
-        lambda wc: taskset_plan(wc.tdir).campaign_files(wc.tdir),
+        planned_inputs(taskset_plan, "tdir", "campaigns"),
         "{tdir}/config.yaml",
     output:
         "{tdir}/taskset.md",

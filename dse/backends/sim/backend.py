@@ -72,6 +72,10 @@ class SimBackend:
         _check_multi_app_sections(self.platform)
 
     @classmethod
+    def sets_clocks(cls, platform: Platform) -> bool:
+        return True  # the virtual boards model every power mode and clock level
+
+    @classmethod
     def validate(cls, platform: Platform, settings: MeasureSettings) -> None:
         platform.require_model(cls.name)
 

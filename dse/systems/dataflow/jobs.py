@@ -9,7 +9,6 @@ the Ch. 5 objectives, one job per network, the same job as target ``multi``: ``p
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -30,19 +29,7 @@ def job_name(fps: float, method: str, seed: int) -> str:
     return f"{fps:g}-{method}-s{seed}"
 
 
-@dataclass(frozen=True)
-class DataflowPlan(Plan):
-    networks: tuple[str, ...]
-    jobs: tuple[str, ...]        # job names (fps-method-sSEED)
-
-    def files(self, ddir: str) -> list[str]:
-        return [f"{ddir}/dataflow.md", f"{ddir}/dataflow.parquet", f"{ddir}/config.yaml"]
-
-    def job_files(self, ddir: str, kind: str, ext: str) -> list[str]:
-        return [f"{ddir}/{kind}/{j}.{ext}" for j in self.jobs]
-
-
-def plan_dataflow(snakemake_config: dict) -> dict[str, DataflowPlan]:
+def plan_dataflow(snakemake_config: dict) -> dict[str, Plan]:
     """Compose the config (``overrides``, e.g. ``[dataflow=ch5-random-16]``) and resolve the case against the
     platform: every bad value is refused before any job runs. Writes nothing."""
     from omegaconf import OmegaConf
@@ -63,7 +50,11 @@ def plan_dataflow(snakemake_config: dict) -> dict[str, DataflowPlan]:
             "platform": OmegaConf.to_yaml(OmegaConf.create(platform))}
     jobs = tuple(job_name(f, m, s) for f in settings.fps for m in settings.methods for s in settings.seeds)
     ddir = dataflow_dir(cfg.results_dir, settings.name, loaded.name)
-    return {ddir: DataflowPlan(text, OmegaConf.to_yaml(cfg), tuple(settings.benchmarks), jobs)}
+    nets = tuple(settings.benchmarks)
+    inputs = {"profiles": tuple(f"{k}/{n}.parquet" for n in nets for k in ("pareto", "tasks")),
+              "comappings": tuple([f"comap/{j}.json" for j in jobs] + [f"deploy/{j}.parquet" for j in jobs])}
+    return {ddir: Plan(text, OmegaConf.to_yaml(cfg), ("dataflow.md", "dataflow.parquet", "config.yaml"), inputs,
+                       {"networks": nets, "jobs": jobs})}
 
 
 def _meta(settings, seed: int) -> dict:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -29,20 +28,7 @@ def multi_dir(results_dir: str, name: str, platform: str) -> str:
     return str(Path(results_dir) / "multi" / name / platform)
 
 
-@dataclass(frozen=True)
-class MultiPlan(Plan):
-    networks: tuple[str, ...]
-    fsms: tuple[str, ...]
-    methods: tuple[str, ...]
-
-    def files(self, mdir: str) -> list[str]:
-        return [f"{mdir}/multi.md", f"{mdir}/config.yaml", f"{mdir}/plots/multi_fps.png"]
-
-    def combine_files(self, mdir: str, kind: str = "combine", ext: str = "json") -> list[str]:
-        return [f"{mdir}/{kind}/{f}-{m}.{ext}" for f in self.fsms for m in self.methods]
-
-
-def plan_multi(snakemake_config: dict) -> dict[str, MultiPlan]:
+def plan_multi(snakemake_config: dict) -> dict[str, Plan]:
     """Compose the config (``overrides``, e.g. ``[multi=ch4-beta]``) and resolve the multi case against the
     platform: every bad value is refused before any job runs. Writes nothing."""
     from omegaconf import OmegaConf
@@ -58,8 +44,14 @@ def plan_multi(snakemake_config: dict) -> dict[str, MultiPlan]:
     text = {"multi": OmegaConf.to_yaml(OmegaConf.create(full)), "step1": OmegaConf.to_yaml(OmegaConf.create(step1)),
             "platform": OmegaConf.to_yaml(OmegaConf.create(platform))}
     mdir = multi_dir(cfg.results_dir, settings.name, loaded.name)
-    return {mdir: MultiPlan(text, OmegaConf.to_yaml(cfg), tuple(settings.networks), tuple(settings.fsms),
-                            settings.methods)}
+    nets = tuple(settings.networks)
+    runs = [f"{f}-{m}" for f in settings.fsms for m in settings.methods]
+    inputs = {"fronts": tuple(f"pareto/{n}.parquet" for n in nets),
+              "profiles": tuple(f"{k}/{n}.parquet" for n in nets for k in ("pareto", "tasks")),
+              "deployments": tuple([f"combine/{r}.json" for r in runs] + [f"deploy/{r}.parquet" for r in runs])}
+    facts = {"networks": nets, "fsms": tuple(settings.fsms), "methods": tuple(settings.methods)}
+    return {mdir: Plan(text, OmegaConf.to_yaml(cfg), ("multi.md", "config.yaml", "plots/multi_fps.png"), inputs,
+                       facts)}
 
 
 def _meta(settings, seed: int) -> dict:

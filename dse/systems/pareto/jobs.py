@@ -12,7 +12,6 @@ Settings: the ``pareto`` config group; the workflow writes the run's config part
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -22,15 +21,8 @@ from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_a
 from dse.config import Plan, read_part
 from dse.systems.common import compose_sim_case, say
 
+OUTPUTS = ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "config.yaml")
 SETTING_KEYS = ("population", "generations", "cxpb", "mutpb", "comm", "idle_time", "repeats", "seed")
-
-
-@dataclass(frozen=True)
-class ParetoPlan(Plan):
-    OUTPUTS = ("pareto.parquet", "pareto.md", "plots/pareto_front.png", "config.yaml")
-
-    def files(self, pdir: str) -> list[str]:
-        return [f"{pdir}/{f}" for f in self.OUTPUTS]
 
 
 def check_settings(d: dict) -> dict:
@@ -63,7 +55,7 @@ def ga_settings(d: dict):
                       mutpb=float(d["mutpb"]), seed=int(d["seed"]))
 
 
-def plan_pareto(snakemake_config: dict) -> dict[str, ParetoPlan]:
+def plan_pareto(snakemake_config: dict) -> dict[str, Plan]:
     """Compose the config and check it against the platform (a clocked board) before any job runs."""
     from omegaconf import OmegaConf
 
@@ -79,7 +71,7 @@ def plan_pareto(snakemake_config: dict) -> dict[str, ParetoPlan]:
     text = {"pareto": OmegaConf.to_yaml(OmegaConf.create(settings)),
             "platform": OmegaConf.to_yaml(OmegaConf.create(platform))}
     pdir = f"{cfg.results_dir}/pareto/{loaded.name}/{cfg.benchmark.name}"
-    return {pdir: ParetoPlan(text, OmegaConf.to_yaml(cfg))}
+    return {pdir: Plan(text, OmegaConf.to_yaml(cfg), OUTPUTS)}
 
 
 def run(pdir) -> dict:
@@ -217,4 +209,4 @@ def _markdown(df: pd.DataFrame, s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["ParetoPlan", "check_settings", "plan_pareto", "run"]
+__all__ = ["check_settings", "plan_pareto", "run"]

@@ -23,13 +23,13 @@ import json
 import time
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
 
 from dse.backends.base import RUNS_MODEL, MeasureSettings
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
 from dse.core.measurement import Measurement
 from dse.platform import Platform
+from dse.runtime.task_profile import model_us
 from dse.systems.taskset.variants import OPTIONS
 
 if TYPE_CHECKING:
@@ -43,33 +43,6 @@ PART_OPTIONS = ("rc4", "tc4")      # on ``sm_fraction`` of the SMs
 def job_ms(m: Measurement) -> float:
     """A variant's time for one job (ms): its longest stage, what each job holds each unit for."""
     return max(m.stage_ms)
-
-
-def ort_cpu_us(model, k: int, repeats: int, warmup: int = 3, seed: int = 0) -> float:
-    """Median wall time (us) of the whole network in an ONNX Runtime session with ``k`` intra-op threads, run
-    from a thread pinned to ``k`` of this host's cores (its pool inherits the mask)."""
-    import onnxruntime as ort
-
-    from dse.runtime.task_profile import random_inputs
-    from dse.platform.cpu_groups import usable_cores
-    from dse.runtime.engine import run_pinned
-    from dse.runtime.ort_engine import make_session_options
-
-    feed_values = random_inputs(model, seed)
-
-    def timed():
-        session = ort.InferenceSession(model.SerializeToString(), make_session_options(k),
-                                       providers=["CPUExecutionProvider"])
-        feed = {i.name: feed_values[i.name] for i in session.get_inputs()}
-        samples = []
-        for i in range(warmup + repeats):
-            t0 = time.perf_counter()
-            session.run(None, feed)
-            if i >= warmup:
-                samples.append((time.perf_counter() - t0) * 1e6)
-        return float(np.median(samples))
-
-    return run_pinned(usable_cores()[:k], timed, f"variant-cpu{k}")
 
 
 class VariantBackend:
@@ -192,7 +165,7 @@ class VariantBackend:
 
             us = [float(layer_times_us(self.platform, self.analysis, option, "fp32").sum())]
         else:
-            us = [ort_cpu_us(self.analysis.weighted_model(), int(option[3:]), self.spec.repeats,
+            us = [model_us(self.analysis.weighted_model(), int(option[3:]), self.spec.repeats,
                              seed=self.spec.seed)]
         stage_ms = [u / 1e3 for u in us]
         m = Measurement(config=config, fps=1e3 / max(stage_ms), latency_ms_p50=sum(stage_ms), stage_ms=stage_ms,
@@ -205,4 +178,4 @@ class VariantBackend:
         return m
 
 
-__all__ = ["MAPPING_TAG", "VariantBackend", "job_ms", "ort_cpu_us"]
+__all__ = ["MAPPING_TAG", "VariantBackend", "job_ms"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -22,21 +21,6 @@ import pandas as pd
 from dse.config import Plan, read_part
 from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
-
-
-@dataclass(frozen=True)
-class TasksetPlan(Plan):
-    scenarios: tuple[str, ...]
-    measured: bool = False        # the times come from the variants job
-
-    def files(self, tdir: str) -> list[str]:
-        return [f"{tdir}/taskset.md", f"{tdir}/taskset.parquet", f"{tdir}/config.yaml"]
-
-    def campaign_files(self, tdir: str) -> list[str]:
-        return [f"{tdir}/campaign/{s}.parquet" for s in self.scenarios]
-
-    def campaign_inputs(self, tdir: str) -> list[str]:
-        return [f"{tdir}/config/taskset.yaml", *([f"{tdir}/variants.yaml"] if self.measured else [])]
 
 
 def compose(overrides) -> tuple[str, dict, str]:
@@ -71,13 +55,16 @@ def prepare(overrides) -> tuple[str, dict, bool]:
     return tdir, node, changed
 
 
-def plan_taskset(snakemake_config: dict) -> dict[str, TasksetPlan]:
+def plan_taskset(snakemake_config: dict) -> dict[str, Plan]:
     from omegaconf import OmegaConf
 
     tdir, node, resolved = compose(snakemake_config.get("overrides"))
     scenarios = tuple(node.get("run_scenarios") or [node["scenario"]])
-    return {tdir: TasksetPlan({"taskset": OmegaConf.to_yaml(OmegaConf.create(node))}, resolved, scenarios,
-                              node.get("measure") is not None)}
+    measured = node.get("measure") is not None     # the times come from the variants job
+    inputs = {"campaigns": tuple(f"campaign/{s}.parquet" for s in scenarios),
+              "campaign_inputs": ("config/taskset.yaml", *(["variants.yaml"] if measured else []))}
+    return {tdir: Plan({"taskset": OmegaConf.to_yaml(OmegaConf.create(node))}, resolved,
+                       ("taskset.md", "taskset.parquet", "config.yaml"), inputs, {"scenarios": scenarios})}
 
 
 def _measured(tdir: str, node: dict) -> dict | None:

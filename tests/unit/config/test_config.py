@@ -74,7 +74,7 @@ def test_options_that_cannot_run_are_not_planned():
 
     (fp32,) = plan_runs({"overrides": "[benchmark=tiny-chain,precision=fp32]"}).values()
     (int8,) = plan_runs({"overrides": "[benchmark=tiny-chain]"}).values()
-    assert fp32.options == ("E",) and set(int8.options) == {"A", "B", "C", "D", "E", "PND-A", "PND-B"}
+    assert fp32.facts["options"] == ("E",) and set(int8.facts["options"]) == {"A", "B", "C", "D", "E", "PND-A", "PND-B"}
 
 
 def test_a_search_asks_a_stage_for_no_more_streams_than_the_platform_runs():

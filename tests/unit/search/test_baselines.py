@@ -17,7 +17,7 @@ from dse.search.ga_comprehensive import comprehensive_ga
 from dse.search.ga_finetune import finetune_ga, resources
 from dse.search.ga_profiled import _Decoder, profiled_mapping, profiled_search, stage_estimates_ms
 from dse.search.random_search import random_search
-from dse.search.recorder import RecordingProbe, anytime
+from dse.search.study import Study, anytime
 from dse.backends.base import MeasureSettings
 from dse.workflow.compare import with_baseline_options
 
@@ -72,12 +72,12 @@ def test_profiled_is_seeded_and_estimates_low(board):
     assert [(m.option, m.cuts) for m in a] == [(m.option, m.cuts) for m in b]
     assert n >= ga.population and len(hist) == ga.generations + 1
     assert a[0].fps == pytest.approx(max(hist))          # the hall of fame keeps the best estimate ever seen
-    probe = RecordingProbe(ev, "Profiled", "profiled")
-    r = profiled_search(space, probe, base, OPTIONS, profile, 3.0, bounds, settings, ga)
+    study = Study(ev, "Profiled", "profiled")
+    r = profiled_search(space, study, base, OPTIONS, profile, 3.0, bounds, settings, ga)
     assert r.measurement.ok and r.fps > 0
     measured = ev.evaluate(Configuration.from_dict(r.extra["start"]), phase="x", strategy="x")
     assert sum(r.extra["estimate_ms"]) < sum(measured.stage_ms)   # Table 3.11: the estimate is too low
-    assert all(ph.startswith("profiled/") for ph, _ in probe.asked)
+    assert all(ph.startswith("profiled/") for ph, _ in study.asked)
 
 
 def test_comprehensive_ga_is_seeded_and_counts_distinct_points(board):
@@ -85,12 +85,12 @@ def test_comprehensive_ga_is_seeded_and_counts_distinct_points(board):
     ga = GASettings(population=6, generations=2, seed=5)
     runs = []
     for _ in range(2):
-        probe = RecordingProbe(Evaluator(backend), "Comprehensive GA")
-        r = comprehensive_ga(space, probe, base, OPTIONS, bounds, settings, ga)
-        runs.append((r.config.hash, len(probe.asked)))
-        assert r.extra["evaluations"] >= ga.population and len(probe.asked) == len(r.asked) <= r.extra["evaluations"]
-        assert len({m.config.hash for _, m in probe.asked}) == len(probe.asked)
-        for _, m in probe.asked:
+        study = Study(Evaluator(backend), "Comprehensive GA")
+        r = comprehensive_ga(space, study, base, OPTIONS, bounds, settings, ga)
+        runs.append((r.config.hash, len(study.asked)))
+        assert r.extra["evaluations"] >= ga.population and len(study.asked) == len(r.asked) <= r.extra["evaluations"]
+        assert len({m.config.hash for _, m in study.asked}) == len(study.asked)
+        for _, m in study.asked:
             c = m.config
             assert c.option in OPTIONS and c.buffers >= max(c.streams) and c.pre_threads <= bounds["pre"]
     assert runs[0] == runs[1]
@@ -100,12 +100,12 @@ def test_finetune_ga_keeps_mapping_and_minimizes_resources(board):
     backend, space, base, settings, ev, bounds = board
     start = base.with_(option="A", cuts=repair_cuts(space, [space.n_layers // 2], 1), streams=(2, 2), buffers=4,
                        pre_threads=2, post_threads=1)
-    probe = RecordingProbe(ev, "Fine-tuning GA")
-    r = finetune_ga(space, probe, start, settings, GASettings(population=6, generations=2, seed=0))
+    study = Study(ev, "Fine-tuning GA")
+    r = finetune_ga(space, study, start, settings, GASettings(population=6, generations=2, seed=0))
     assert (r.config.option, r.config.cuts) == (start.option, start.cuts)
-    best = max(m.fps for _, m in probe.asked if m.ok)
+    best = max(m.fps for _, m in study.asked if m.ok)
     assert r.fps >= best * (1 - settings.degradation)
-    close = [m.config for _, m in probe.asked if m.ok and m.fps >= best * (1 - settings.degradation)]
+    close = [m.config for _, m in study.asked if m.ok and m.fps >= best * (1 - settings.degradation)]
     assert resources(r.config) == min(resources(c) for c in close)
 
 
@@ -115,9 +115,9 @@ def test_exhaustive_is_ground_truth_for_its_tuples(board):
     assert set(plan) == {"A", "B", "C", "E", "PND-A", "PND-B"}
     small = plan_tuples(space, OPTIONS, max_cuts=2, cap=len(plan["A"]) * 2 + 1)
     assert set(small) == {"A", "E", "PND-A"}                   # over the cap: 1-cut options only
-    probe = RecordingProbe(ev, "Exhaustive")
-    r = exhaustive_search(space, probe, base, ["A", "E"], bounds, settings, cap=10_000)
-    sweep = [m for ph, m in probe.asked if ph == "exhaustive"]
+    study = Study(ev, "Exhaustive")
+    r = exhaustive_search(space, study, base, ["A", "E"], bounds, settings, cap=10_000)
+    sweep = [m for ph, m in study.asked if ph == "exhaustive"]
     assert len(sweep) == len(plan["A"]) + 1
     assert r.extra["best_start"] == max(sweep, key=lambda m: m.fps if m.ok else 0).config.to_dict()
     assert r.fps >= 0.97 * max(m.fps for m in sweep)
@@ -125,11 +125,11 @@ def test_exhaustive_is_ground_truth_for_its_tuples(board):
 
 def test_random_search_spends_exactly_its_budget(board):
     backend, space, base, settings, ev, bounds = board
-    probe = RecordingProbe(ev, "Random", "random")
-    r = random_search(space, probe, base, OPTIONS, bounds, settings, budget=15, seed=2)
-    assert len(probe.asked) == 15 and r.asked == probe.asked
-    assert r.fps == max(m.fps for _, m in probe.asked if m.ok)
-    curve = anytime(probe.asked)
+    study = Study(ev, "Random", "random")
+    r = random_search(space, study, base, OPTIONS, bounds, settings, budget=15, seed=2)
+    assert len(study.asked) == 15 and r.asked == study.asked
+    assert r.fps == max(m.fps for _, m in study.asked if m.ok)
+    curve = anytime(study.asked)
     assert curve[-1] == pytest.approx(r.fps) and curve == sorted(curve)
 
 
@@ -151,7 +151,7 @@ def test_interleaved_runs_every_pe_and_tuning_pays(board):
     g = ev.evaluate(base_g_config(base, space), phase="baseline", strategy="Base(G)")
     assert il.ok, il.reason
     assert il.fps >= 0.95 * g.fps                        # one pre thread: the GPU context alone keeps up
-    tuned = interleaved_tuned(space, RecordingProbe(ev, "Interleaved+tuned"), base, bounds, settings)
+    tuned = interleaved_tuned(space, Study(ev, "Interleaved+tuned"), base, bounds, settings)
     assert tuned.measurement.ok and tuned.measurement.fps > il.fps
 
 

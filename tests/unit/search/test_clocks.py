@@ -4,16 +4,17 @@ import json
 
 import pytest
 
+from dse.backends import sets_clocks
 from dse.backends.sim import SimBackend
 from dse.core.configuration import Configuration
 from dse.backends.sim.tasktime import time_scale
-from dse.platform.modes import clock_extra, clock_setting, mode_levels, power_mode, power_modes
+from dse.platform.modes import clock_extra, clock_setting, mode_levels, power_modes
 from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.config import compose_config
 from dse.platform import load_platform, platform_from_dict
 from dse.search.clocks import EnergySettings, clock_phase, mapping_candidates
-from dse.search.probe import Probe
+from dse.search.study import Study
 from tests.workflow.test_pipeline import _jobs, _workdir, snakemake
 
 XAVIER = load_platform("xavier-agx-sim")
@@ -74,25 +75,27 @@ def test_settings_refuse_bad_objective_min_fps_and_modes():
     with pytest.raises(DseError, match="search.min_fps must be a number >= 0, got -1"):
         EnergySettings(min_fps=-1)
     with pytest.raises(DseError, match="power mode of xavier-agx-sim 'MODE_5W'; valid choices: MAXN"):
-        EnergySettings(objective="energy", power_modes=("MODE_5W",)).check(XAVIER)
-    EnergySettings(objective="energy").check(load_platform("xavier-agx"))   # its agent sets them (clock_control)
+        EnergySettings(objective="energy", power_modes=("MODE_5W",)).check(XAVIER, sets_clocks(XAVIER))
+    agx = load_platform("xavier-agx")
+    assert sets_clocks(agx) and sets_clocks(XAVIER) and not sets_clocks(load_platform("host-cpu"))
+    EnergySettings(objective="energy").check(agx, sets_clocks(agx))   # its agent sets them (clock_control)
     bare = platform_from_dict(compose_config(["platform=xavier-agx", "platform.clock_control=null"]).platform)
     with pytest.raises(DseError, match=r"platform xavier-agx \(trt backend\) has neither"):
-        EnergySettings(objective="energy").check(bare)
+        EnergySettings(objective="energy").check(bare, sets_clocks(bare))
     rest, e = EnergySettings.split({"top_k": 3, "objective": "energy", "energy_mappings": 2})
     assert rest == {"top_k": 3} and e.mappings == 2 and e.active and not EnergySettings().active
 
 
 def test_clock_phase_meets_min_fps_below_the_full_clock_energy(tiny_detector):
     be = SimBackend(XAVIER, tiny_detector)
-    probe = Probe(Evaluator(be))
+    study = Study(Evaluator(be))
     best = _config(tiny_detector)
     mid = tiny_detector.feasible_cuts[len(tiny_detector.feasible_cuts) // 2]
     other = _config(tiny_detector, option="PND-A", cuts=(mid,), streams=(2, 2))
-    ms = [probe.measure(c, "search") for c in (best, other)]
+    ms = [study.measure(c, "search") for c in (best, other)]
     assert [c.option for c in mapping_candidates(best, ms, 2)] == ["E", "PND-A"]
     floor = 0.6 * ms[0].fps
-    r = clock_phase(probe, XAVIER, [best, other], EnergySettings(objective="energy", min_fps=floor,
+    r = clock_phase(study, XAVIER, [best, other], EnergySettings(objective="energy", min_fps=floor,
                                                                  power_modes=("MAXN", "MODE_30W_ALL"), repeats=2))
     assert r.feasible and r.chosen["fps"] >= floor and len(r.chosen["reruns"]) == 2
     assert r.chosen["energy_j_per_frame"] < r.reference["energy_j_per_frame"]
@@ -104,10 +107,10 @@ def test_clock_phase_meets_min_fps_below_the_full_clock_energy(tiny_detector):
 
 def test_min_fps_above_anything_reachable_is_recorded_with_the_best_fps(tiny_detector):
     be = SimBackend(XAVIER, tiny_detector)
-    probe = Probe(Evaluator(be))
+    study = Study(Evaluator(be))
     best = _config(tiny_detector)
-    top = probe.measure(best, "search").fps
-    r = clock_phase(probe, XAVIER, [best], EnergySettings(objective="fps_per_watt", min_fps=10 * top,
+    top = study.measure(best, "search").fps
+    r = clock_phase(study, XAVIER, [best], EnergySettings(objective="fps_per_watt", min_fps=10 * top,
                                                           power_modes=("MAXN",)))
     assert not r.feasible and r.chosen is None
     assert f"is above every FPS measured: the best is {top:.1f} FPS (E" in r.reason
@@ -177,9 +180,9 @@ def _config(analysis, option="E", cuts=(), streams=(2,), extra=None) -> Configur
 
 
 def test_objective_fps_within_power_modes_answers_inside_them(tiny_detector):
-    probe = Probe(Evaluator(SimBackend(XAVIER, tiny_detector)))
+    study = Study(Evaluator(SimBackend(XAVIER, tiny_detector)))
     best = _config(tiny_detector)
-    r = clock_phase(probe, XAVIER, [best], EnergySettings(power_modes=("MODE_30W_ALL",), repeats=1))
+    r = clock_phase(study, XAVIER, [best], EnergySettings(power_modes=("MODE_30W_ALL",), repeats=1))
     assert r.feasible and r.chosen["power_mode"] == "MODE_30W_ALL" and r.reference["power_mode"] == "MAXN"
     # inside the mode (828.75 / 1190.4 MHz are its top clocks), and the fastest of it within the noise: the tiny
     # detector is host-bound, so a lower GPU clock can measure as fast

@@ -16,7 +16,7 @@ from dse.evaluate import Evaluator
 from dse.graph.analysis import analyze
 from dse.core.measurement import Measurement
 from dse.platform import load_platform
-from dse.search import Probe, SearchSettings, SearchSpace, maximize_phase, run_search
+from dse.search import SearchSettings, Study, maximize_phase, run_search
 from dse.search.board_model import (NetworkFacts, Observation, StageRole, StageRow, fit_board_model,
                                     roles_of_platform)
 from dse.search.exhaustive import feasible_tuples
@@ -98,10 +98,10 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
     guided search's answer is the best of them (noise-free sim) and it measured far fewer."""
     backend, space, base = board
     settings = SearchSettings(seed=0, options=("E", "A", "B", "C", "PND-A", "PND-B"), guided_noise=0.005)
-    probe = Probe(Evaluator(backend), "guided")
-    bounds = maximize_phase(space, probe, base, settings.with_(strategy="guided")).bounds
-    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options,
-                          known=list(probe.memo.values()))
+    study = Study(Evaluator(backend), "guided")
+    bounds = maximize_phase(space, study, base, settings.with_(strategy="guided")).bounds
+    found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options,
+                          known=list(study.memo.values()))
     brute, total = 0.0, 0
     for option in settings.options:
         streams = stream_tuple(space.stages(option), bounds["streams"], dla_streams=settings.dla_streams,
@@ -123,7 +123,7 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
 def test_run_search_runs_the_guided_strategy_and_labels_its_rows(board):
     backend, space, base = board
     ev = Evaluator(backend)
-    r = run_search(space, Probe(ev), base, SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A")))
+    r = run_search(space, Study(ev), base, SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A")))
     assert r.to_dict()["strategy"] == "guided" and r.finetune.fps >= r.guided.fps * 0.98
     assert r.selected in ("E", "A", "PND-A")
     assert r.unique_tuples == len({(o, c) for o, c in r.guided.tuples})
@@ -245,14 +245,14 @@ def test_expected_gain_stops_at_the_host_ceiling():
 
 def test_remeasure_asks_fresh_repeats_once_each(tiny_board):
     backend, space, base, settings, ev, bounds = tiny_board
-    probe = Probe(ev, "guided")
+    study = Study(ev, "guided")
     config = search_config(base, "E", (), (2,), bounds)
-    first = probe.remeasure(config, "guided", range(1, 4))
+    first = study.remeasure(config, "guided", range(1, 4))
     assert len(first) == 3 and len(set(first)) > 1            # independent noise per repeat
-    assert probe.remeasure(config, "guided", range(1, 4)) == first and len(probe.reruns) == 3
-    assert probe.measured == 0                               # re-runs are not new configurations
+    assert study.remeasure(config, "guided", range(1, 4)) == first and len(study.reruns) == 3
+    assert study.measured == 0                               # re-runs are not new configurations
     with pytest.raises(ValueError, match="repeat 1"):
-        probe.remeasure(config, "guided", range(0, 2))
+        study.remeasure(config, "guided", range(0, 2))
 
 
 def test_a_race_re_runs_only_the_configurations_still_in_doubt():
@@ -262,21 +262,21 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     from dse.search.race import RACE_ROUNDS, race
 
     backend, base = _sim_board("yolov4", sigma=0.03)
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     slow = e.with_(streams=(1,), pre_threads=1)
     near = e.with_(buffers=7)                        # the same true FPS as ``e``: GPU-bound either way
-    runs = race(probe, [slow, e, near], "finetune", 3, 0.03, first=5).runs
+    runs = race(study, [slow, e, near], "finetune", 3, 0.03, first=5).runs
     assert len(runs[0]) == 3 and min(len(runs[1]), len(runs[2])) > 3
     assert max(len(r) for r in runs) <= RACE_ROUNDS * 3
     for config, r in zip((slow, e, near), runs):      # consecutive repeat indices from ``first``, nothing else
-        assert probe.remeasure(config, "finetune", range(5, 5 + len(r))) == r
-    assert len(probe.reruns) == sum(map(len, runs))
+        assert study.remeasure(config, "finetune", range(5, 5 + len(r))) == r
+    assert len(study.reruns) == sum(map(len, runs))
     # round-robin: one run of each configuration in the batch before the next of any (a drift hits all alike)
-    order = [m.config.hash for m in probe.reruns]
+    order = [m.config.hash for m in study.reruns]
     assert order[:9] == [slow.hash, e.hash, near.hash] * 3 and order[9:15] == [e.hash, near.hash] * 3
     # noise-free, ``e`` and ``near`` stay tied, but nothing is left within the rounds to doubt them by
-    quiet = Probe(Evaluator(_sim_board("yolov4")[0]), "guided")
+    quiet = Study(Evaluator(_sim_board("yolov4")[0]), "guided")
     for noise in (0.0, 0.01, 0.03):
         assert [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise).runs] == [3, 3, 3]
     assert race(quiet, [e, near], "finetune", 0, 0.03).runs == [[], []]
@@ -299,30 +299,30 @@ def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_th
     earlier = e.with_(option="A", cuts=(60,), streams=(2, 1))
     later = [e, near, earlier.with_(streams=(2, 2)), earlier.with_(cuts=(90,))]
 
-    def measured(budget_share: float, carried=None) -> tuple[Probe, RerunBudget]:
-        probe = Probe(Evaluator(backend), "guided")
-        known = probe.measure(earlier, "guided")
-        budget = RerunBudget(space, probe, budget_share, carried=carried, known=[known])
+    def measured(budget_share: float, carried=None) -> tuple[Study, RerunBudget]:
+        study = Study(Evaluator(backend), "guided")
+        known = study.measure(earlier, "guided")
+        budget = RerunBudget(space, study, budget_share, carried=carried, known=[known])
         for config in later:
-            probe.measure(config, "guided")
-        return probe, budget
+            study.measure(config, "guided")
+        return study, budget
 
-    probe, budget = measured(1e9)
+    study, budget = measured(1e9)
     platform, frames = backend.platform, space.run_frames
     assert space.stages("A") == ["DLA", "GPU"]
     # E's engine, A's two at cut 60 (which its second stream count shares) and two at cut 90
     engines = {"GPU": {"E", "A60", "A90"}, "DLA": {"A60", "A90"}}
-    total = board_seconds([m.fps for m in probe.memo.values()], engines, frames, platform.board_costs)
+    total = board_seconds([m.fps for m in study.memo.values()], engines, frames, platform.board_costs)
     assert budget.spent() == pytest.approx((total, 0.0))
-    free = race(probe, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+    free = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
     batches = len(free.runs[0]) // 3
     assert batches >= 2 and budget.refused == 0 and budget.spent()[1] == pytest.approx(
-        board_seconds([m.fps for m in probe.reruns], {}, frames, platform.board_costs))
+        board_seconds([m.fps for m in study.reruns], {}, frames, platform.board_costs))
     # share 0: the first batch only, one refusal; re-runs already carried: the batches that still fit
     run_s = platform.board_costs.run_s(frames, free.means[0])
     for share, carried, fit in ((0.0, 0.0, 1), (1.0, total - 9 * run_s, 1), (1.0, total - 15 * run_s, 2)):
-        probe, budget = measured(share, {"rerun_s": carried})
-        raced = race(probe, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+        study, budget = measured(share, {"rerun_s": carried})
+        raced = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
         assert [len(r) for r in raced.runs] == [3 * fit] * 2 and budget.refused == int(fit < batches)
 
 
@@ -378,27 +378,27 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
 
     backend, space, base = board
     settings = SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A"), guided_repeats=2)
-    probe = Probe(Evaluator(backend), "guided")
-    bounds = maximize_phase(space, probe, base, settings).bounds
-    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options,
-                          known=list(probe.memo.values()))
+    study = Study(Evaluator(backend), "guided")
+    bounds = maximize_phase(space, study, base, settings).bounds
+    found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options,
+                          known=list(study.memo.values()))
     # raced: batches of two fresh re-runs, more where the ranking is in doubt
     assert found.contenders and all(len(c["reruns"]) in (2, 4, 6, 8) for c in found.contenders)
     means = [c["mean"] for c in found.contenders]
     assert means == sorted(means, reverse=True)
     starts = found.finalists + [found.finalists[0].with_(cuts=found.finalists[0].cuts)]
-    tuned = finetune_phase(space, probe, starts, settings, reruns_used=found.reruns_used, account=found.rerun_account)
+    tuned = finetune_phase(space, study, starts, settings, reruns_used=found.reruns_used, account=found.rerun_account)
     # the re-run budget's account goes on from the search's: the fine-tuner's measurements and re-runs on top, the
     # same in a fresh process (the workflow's fine-tune job asks for its starts again: nothing runs for them)
     carried = found.rerun_account
     assert tuned.board_s[0] > carried["measured_s"] and tuned.board_s[1] > carried["rerun_s"]
-    alone = finetune_phase(space, Probe(Evaluator(backend), "guided"), starts, settings, reruns_used=found.reruns_used,
+    alone = finetune_phase(space, Study(Evaluator(backend), "guided"), starts, settings, reruns_used=found.reruns_used,
                            account=carried)
     assert alone.board_s == pytest.approx(tuned.board_s)
     confirmed = tuned.confirmed
     assert confirmed and confirmed[0]["config_hash"] == tuned.config.hash
     assert [c["mean"] for c in confirmed[1:]] == sorted((c["mean"] for c in confirmed[1:]), reverse=True)
-    proposed = finetune_phase(space, probe, found.finalists[0], settings.with_(strategy="proposed"))
+    proposed = finetune_phase(space, study, found.finalists[0], settings.with_(strategy="proposed"))
     assert not proposed.confirmed
 
 
@@ -415,15 +415,15 @@ def test_guided_fine_tuning_lowers_only_the_answer():
     cut = next(c for c in space.feasible_cuts if c > 3 and space.feasibility((c,)) is None)
     starts = [base.with_(option="E", streams=(4,), buffers=10, pre_threads=4, post_threads=3),
               base.with_(option="A", cuts=(cut,), streams=(4, 4), buffers=10, pre_threads=4, post_threads=3)]
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     settings = SearchSettings(seed=0, strategy="guided", guided_repeats=3)
-    tuned = finetune_phase(space, probe, starts, settings, noise=0.01)
+    tuned = finetune_phase(space, study, starts, settings, noise=0.01)
     answer = (tuned.config.option, tuned.config.cuts)
     resources = {c.hash: (c.pre_threads, c.post_threads, c.buffers, *c.streams) for c in (m.config for m in
-                                                                                          probe.memo.values())}
+                                                                                          study.memo.values())}
     loser = next(s for s in starts if (s.option, s.cuts) != answer)
     winner = next(s for s in starts if (s.option, s.cuts) == answer)
-    loser_runs = [m.config for m in probe.memo.values() if (m.config.option, m.config.cuts) == (loser.option,
+    loser_runs = [m.config for m in study.memo.values() if (m.config.option, m.config.cuts) == (loser.option,
                                                                                                  loser.cuts)]
     assert loser_runs and all(min(a - b for a, b in zip(resources[c.hash], resources[loser.hash])) >= 0
                               for c in loser_runs)
@@ -434,9 +434,9 @@ def test_guided_fine_tuning_lowers_only_the_answer():
     assert tuned.config.hash in raced and len(raced[tuned.config.hash]["reruns"]) >= 3
     # a start that won over its raises keeps its parameters: nothing is lowered or measured
     start_won = replace(tuned, confirmed=[{**tuned.confirmed[0], "tuned": False}])
-    measured = probe.measured
-    assert _lowered(space, probe, start_won, settings, 3, 0.01, None) == (start_won, 0)
-    assert probe.measured == measured
+    measured = study.measured
+    assert _lowered(space, study, start_won, settings, 3, 0.01, None) == (start_won, 0)
+    assert study.measured == measured
 
 
 def _sim_board(network: str, sigma: float = 0.0, precision: str = "int8", input_size: int = 416):
@@ -451,19 +451,19 @@ def _sim_board(network: str, sigma: float = 0.0, precision: str = "int8", input_
     return backend, base
 
 
-def _quiet_probe(network: str, precision: str) -> tuple[Probe, Configuration]:
-    """A probe on the noise-free virtual Xavier, and the network's base configuration."""
+def _quiet_probe(network: str, precision: str) -> tuple[Study, Configuration]:
+    """A study on the noise-free virtual Xavier, and the network's base configuration."""
     backend, base = _sim_board(network, precision=precision)
-    return Probe(Evaluator(backend), "guided"), base
+    return Study(Evaluator(backend), "guided"), base
 
 
-def _confirmed(probe: Probe, config: Configuration):
+def _confirmed(study: Study, config: Configuration):
     """``config`` as ``_confirm`` answers it: measured, with two fresh re-runs."""
     from dse.search.finetune import FinetuneResult
     from dse.search.pipeline import _confirmed_entry
 
-    m = probe.measure(config, "finetune")
-    reruns = probe.remeasure(config, "finetune", range(3, 5))
+    m = study.measure(config, "finetune")
+    reruns = study.remeasure(config, "finetune", range(3, 5))
     return FinetuneResult(config, m, m.fps, m.fps, 0, confirmed=[_confirmed_entry(config, True, reruns, 3)])
 
 
@@ -474,18 +474,18 @@ def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
     with CPU time to spare is left as it is, unmeasured."""
     from dse.search.pipeline import _one_thread_fewer
 
-    probe, base = _quiet_probe("yolov3-tiny", "fp16")
+    study, base = _quiet_probe("yolov3-tiny", "fp16")
     busy = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=10, post_threads=2)
-    answer = _confirmed(probe, busy)
+    answer = _confirmed(study, busy)
     assert answer.measurement.cpu_util >= 0.9
-    relieved = _one_thread_fewer(probe, answer, 2, 0.01)
+    relieved = _one_thread_fewer(study, answer, 2, 0.01)
     assert relieved.config == busy.with_(pre_threads=9) and relieved.fps > answer.fps
     assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]
     spare = busy.with_(pre_threads=4)
-    answer = _confirmed(probe, spare)
+    answer = _confirmed(study, spare)
     assert answer.measurement.cpu_util < 0.9
-    asked = probe.measured
-    assert _one_thread_fewer(probe, answer, 2, 0.01) is answer and probe.measured == asked
+    asked = study.measured
+    assert _one_thread_fewer(study, answer, 2, 0.01) is answer and study.measured == asked
 
 
 def test_a_cpu_bound_answer_takes_one_stream_per_stage_where_that_does_as_well():
@@ -495,19 +495,19 @@ def test_a_cpu_bound_answer_takes_one_stream_per_stage_where_that_does_as_well()
     already, or one whose PEs are the host's cores (host-cpu), is left as it is, unmeasured."""
     from dse.search.pipeline import _one_stream_each
 
-    probe, base = _quiet_probe("yolov2-tiny", "int8")
+    study, base = _quiet_probe("yolov2-tiny", "int8")
     busy = base.with_(option="E", cuts=(), streams=(4,), buffers=12, pre_threads=7, post_threads=2)
-    answer = _confirmed(probe, busy)
+    answer = _confirmed(study, busy)
     assert answer.measurement.cpu_util >= 0.9
-    asked = probe.measured
-    assert _one_stream_each(probe, answer, 2, 0.01, shared_cores=2) is answer and probe.measured == asked
-    relieved = _one_stream_each(probe, answer, 2, 0.01)
+    asked = study.measured
+    assert _one_stream_each(study, answer, 2, 0.01, shared_cores=2) is answer and study.measured == asked
+    relieved = _one_stream_each(study, answer, 2, 0.01)
     assert relieved.config == busy.with_(streams=(1,)) and relieved.fps > answer.fps
     assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]
     for left in (busy.with_(pre_threads=2), busy.with_(streams=(1,))):
-        answer = _confirmed(probe, left)
-        asked = probe.measured
-        assert _one_stream_each(probe, answer, 2, 0.01) is answer and probe.measured == asked
+        answer = _confirmed(study, left)
+        asked = study.measured
+        assert _one_stream_each(study, answer, 2, 0.01) is answer and study.measured == asked
 
 
 def test_the_answer_takes_every_buffer_only_where_that_gains():
@@ -519,25 +519,25 @@ def test_the_answer_takes_every_buffer_only_where_that_gains():
     CPU busy, and buffers gained there)."""
     from dse.search.pipeline import _more_buffers
 
-    probe, base = _quiet_probe("yolov4-csp", "int8")
+    study, base = _quiet_probe("yolov4-csp", "int8")
     config = base.with_(option="PND-B", cuts=(45, 162), streams=(3, 4, 3), buffers=4, pre_threads=3, post_threads=2)
-    answer = _confirmed(probe, config)
-    more = _more_buffers(probe, answer, 2, 0.01, 32)
+    answer = _confirmed(study, config)
+    more = _more_buffers(study, answer, 2, 0.01, 32)
     assert more.config == config.with_(buffers=32) and more.fps > answer.fps * 1.015
     assert [c["config_hash"] for c in more.confirmed] == [more.config.hash, config.hash]
-    asked = probe.measured
-    assert _more_buffers(probe, more, 2, 0.01, 32) is more and probe.measured == asked
+    asked = study.measured
+    assert _more_buffers(study, more, 2, 0.01, 32) is more and study.measured == asked
 
-    probe, base = _quiet_probe("yolov3-tiny", "fp16")
+    study, base = _quiet_probe("yolov3-tiny", "fp16")
     config = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=4, post_threads=2)
-    answer = _confirmed(probe, config)
-    kept = _more_buffers(probe, answer, 2, 0.01, 32)
+    answer = _confirmed(study, config)
+    kept = _more_buffers(study, answer, 2, 0.01, 32)
     assert kept.config == config and len(kept.confirmed) == 2
-    busy = _confirmed(probe, config.with_(pre_threads=10))
+    busy = _confirmed(study, config.with_(pre_threads=10))
     assert busy.measurement.cpu_util >= 0.9
-    asked = probe.measured
-    assert _more_buffers(probe, busy, 2, 0.01, 32) is busy and probe.measured == asked
-    raced = _more_buffers(probe, busy, 2, 0.01, 32, shared_cores=2)
+    asked = study.measured
+    assert _more_buffers(study, busy, 2, 0.01, 32) is busy and study.measured == asked
+    raced = _more_buffers(study, busy, 2, 0.01, 32, shared_cores=2)
     assert [c["config_hash"] for c in raced.confirmed if c["config_hash"] != raced.config.hash] and \
         config.with_(pre_threads=10, buffers=32).hash in {c["config_hash"] for c in raced.confirmed}
 
@@ -551,20 +551,20 @@ def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both
     from dse.search.race import RACE_ROUNDS
 
     backend, base = _sim_board("yolov4-csp", sigma=0.03)
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     config = base.with_(option="PND-B", cuts=(45, 162), streams=(3, 4, 3), buffers=4, pre_threads=3, post_threads=2)
-    answer = _confirmed(probe, config)
+    answer = _confirmed(study, config)
     before = answer.confirmed[0]["reruns"]
-    asked = probe.measured
-    more = _more_buffers(probe, answer, 2, 0.03, 32)
+    asked = study.measured
+    more = _more_buffers(study, answer, 2, 0.03, 32)
     records = {e["config_hash"]: e for e in more.confirmed}
     variant, kept = records[config.with_(buffers=32).hash], records[config.hash]
     assert 2 < len(variant["reruns"]) <= 2 * RACE_ROUNDS and variant["first_rerun"] == 5
     assert kept["first_rerun"] == 3 and kept["reruns"][:2] == before and len(kept["reruns"]) > 2
-    fresh = probe.remeasure(config, "finetune", range(5, 3 + len(kept["reruns"])))
+    fresh = study.remeasure(config, "finetune", range(5, 3 + len(kept["reruns"])))
     assert kept["reruns"][2:] == [round(x, 3) for x in fresh] and set(fresh).isdisjoint(before)
-    assert probe.measured == asked              # the variant has no search sample: it was only re-run
-    assert more.config.buffers == 32 and more.measurement is probe.rerun(more.config, "finetune", range(5, 6))[0]
+    assert study.measured == asked              # the variant has no search sample: it was only re-run
+    assert more.config.buffers == 32 and more.measurement is study.rerun(more.config, "finetune", range(5, 6))[0]
 
 
 def test_local_round_steps_along_each_cut_from_the_best_measured(board):
@@ -661,13 +661,13 @@ def test_auto_noise_is_the_spread_of_fresh_reruns_of_the_best_earlier_configurat
     from dse.search.guided import NOISE_RUNS, estimate_noise
 
     backend, base = _sim_board("tiny-detector", sigma, input_size=64)
-    probe = Probe(Evaluator(backend), "guided")
-    known = [probe.measure(base.with_(option="E", streams=(s,), buffers=4), "maximize") for s in (1, 2, 3)]
-    noise, runs = estimate_noise(probe, known)
+    study = Study(Evaluator(backend), "guided")
+    known = [study.measure(base.with_(option="E", streams=(s,), buffers=4), "maximize") for s in (1, 2, 3)]
+    noise, runs = estimate_noise(study, known)
     assert lo <= noise <= hi and len(runs) == NOISE_RUNS
     best = max(known, key=lambda m: m.fps).config.hash
-    assert {m.config.hash for m in probe.reruns} == {best}          # re-runs of one built configuration only
-    assert estimate_noise(Probe(Evaluator(backend), "guided"), []) == (0.01, [])   # nothing to re-run: the prior
+    assert {m.config.hash for m in study.reruns} == {best}          # re-runs of one built configuration only
+    assert estimate_noise(Study(Evaluator(backend), "guided"), []) == (0.01, [])   # nothing to re-run: the prior
     assert SearchSettings().guided_noise == "auto" and SearchSettings(guided_noise=0.02).guided_noise == 0.02
 
 
@@ -677,14 +677,14 @@ def test_the_best_earlier_measurement_competes_with_the_searched_tuples():
     from dse.search.guided import _finalists, _Pool
 
     backend, base = _sim_board("tiny-detector", 0.01, input_size=64)
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     template = base.with_(option="E", streams=(1,), buffers=2, pre_threads=1, post_threads=1)
     pool = _Pool(template, np.zeros((1, 0), dtype=int))
-    pool.measured[()] = float(probe.measure(template, "guided").fps)
-    earlier = probe.measure(base.with_(option="E", streams=(3,), buffers=8, pre_threads=2, post_threads=2),
+    pool.measured[()] = float(study.measure(template, "guided").fps)
+    earlier = study.measure(base.with_(option="E", streams=(3,), buffers=8, pre_threads=2, post_threads=2),
                             "maximize")
     assert earlier.fps > pool.measured[()]
-    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, [earlier])
+    finalists, contenders = _finalists(study, {"E": pool}, 0.01, 3, [earlier])
     assert {c["config_hash"] for c in contenders} == {template.hash, earlier.config.hash}
     assert finalists[0].config.hash == earlier.config.hash and all(len(c["reruns"]) == 3 for c in contenders)
 
@@ -701,28 +701,28 @@ def test_near_equal_contenders_are_raced_to_one_percent_where_it_changes_the_fin
 
     assert CONTENDER_RESOLUTION == 0.01 and FINALISTS == 2
     backend, base = _sim_board("yolov4", sigma=0.01)
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     template = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     pool = _Pool(template, np.zeros((1, 0), dtype=int))
-    pool.measured[()] = float(probe.measure(template, "guided").fps)
+    pool.measured[()] = float(study.measure(template, "guided").fps)
     # the same true FPS: GPU-bound either way
-    twins = [probe.measure(template.with_(buffers=b), "maximize") for b in (7, 8)]
-    _, both_go_on = _finalists(probe, {"E": pool}, 0.01, 3, twins[:1])
+    twins = [study.measure(template.with_(buffers=b), "maximize") for b in (7, 8)]
+    _, both_go_on = _finalists(study, {"E": pool}, 0.01, 3, twins[:1])
     assert [len(c["reruns"]) for c in both_go_on] == [3, 3]
-    finalists, contenders = _finalists(probe, {"E": pool}, 0.01, 3, twins)
+    finalists, contenders = _finalists(study, {"E": pool}, 0.01, 3, twins)
     assert len(contenders) == 3 and len(finalists) == FINALISTS
     assert max(len(c["reruns"]) for c in contenders) > 3 and all(len(c["reruns"]) <= 3 * RACE_ROUNDS
                                                                   for c in contenders)
     by_hash = {c.hash: c for c in (template, *(m.config for m in twins))}
     for c in contenders:        # consecutive fresh repeat indices from 1
-        assert probe.remeasure(by_hash[c["config_hash"]], "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
+        assert study.remeasure(by_hash[c["config_hash"]], "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
     found = GuidedResult(finalists[0].config, finalists[0], {}, [], contenders=contenders, noise=0.01)
     assert found.reruns_used == max(len(c["reruns"]) for c in contenders) == found.to_dict()["reruns_used"]
     starts = [m.config for m in finalists]
-    results = [FinetuneResult(c, probe.measure(c, "finetune"), 0.0, 0.0, 0) for c in starts]   # nothing tuned
-    confirmed = _confirm(probe, starts, results, 3, 0.01, found.reruns_used).confirmed
+    results = [FinetuneResult(c, study.measure(c, "finetune"), 0.0, 0.0, 0) for c in starts]   # nothing tuned
+    confirmed = _confirm(study, starts, results, 3, 0.01, found.reruns_used).confirmed
     assert {e["first_rerun"] for e in confirmed} == {found.reruns_used + 1}
-    assert _confirm(probe, starts, results, 3, 0.01).confirmed[0]["first_rerun"] == 4     # no ranking: after 3
+    assert _confirm(study, starts, results, 3, 0.01).confirmed[0]["first_rerun"] == 4     # no ranking: after 3
 
 
 def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(board):
@@ -732,7 +732,7 @@ def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(boa
     from dse.search.guided import CONTENDERS, FINALISTS, _finalists, _Pool
 
     backend, space, base = board
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     bounds = {"pre": 2, "post": 2, "buffers": 4, "streams": 2}
     pools = {}
     for option, samples in (("A", [100.0, 99.9, 99.8, 99.7, 99.6]), ("PND-A", [99.0])):
@@ -741,7 +741,7 @@ def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(boa
         pool = pools[option] = _Pool(template, candidate_tuples(space, 1))
         rows = pool.cuts[:: max(1, len(pool.cuts) // len(samples))][:len(samples)]
         pool.measured = {tuple(int(c) for c in row): fps for row, fps in zip(rows, samples)}   # what the search saw
-    finalists, contenders = _finalists(probe, pools, 0.5, 1)     # a noise whose window holds every tuple
+    finalists, contenders = _finalists(study, pools, 0.5, 1)     # a noise whose window holds every tuple
     assert len(contenders) == CONTENDERS and "PND-A" in {c["option"] for c in contenders}   # not A's 4 best only
     assert sorted(m.config.option for m in finalists) == ["A", "PND-A"] and len(finalists) == FINALISTS
     assert all(c["reruns"] and c["mean"] == c["reruns"][0] for c in contenders)   # ranked on their re-runs
@@ -775,11 +775,11 @@ def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
     PND-B would rank below PND-A by what the fine-tuner gives back."""
     backend, space, base = board
     settings = SearchSettings(seed=0, options=("B", "PND-B"), guided_noise=0.01, guided_budget=6)
-    probe = Probe(Evaluator(backend), "guided")
+    study = Study(Evaluator(backend), "guided")
     bounds = {"pre": 2, "post": 2, "buffers": 4, "streams": 2}
-    found = guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options)
+    found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options)
     gpu = [i for i, t in enumerate(space.stages("PND-B")) if t == space.main_pe]
-    searched = [m.config for m in probe.memo.values() if m.config.option in settings.options]
+    searched = [m.config for m in study.memo.values() if m.config.option in settings.options]
     assert found.tuples and len(gpu) == 2 and searched
     assert all(c.streams[i] == 2 for c in searched for i in gpu), {c.streams for c in searched}
 
@@ -792,9 +792,9 @@ def test_threads_rise_to_the_settings_bound_and_no_further(board):
     bounds = {"pre": 1, "post": 1, "buffers": 4, "streams": 2}
 
     def most_threads(settings):
-        probe = Probe(Evaluator(backend), "guided")
-        guided_search(space, probe, base, bounds, settings, space.network_facts(), options=settings.options)
-        return max(max(m.config.pre_threads, m.config.post_threads) for m in probe.memo.values())
+        study = Study(Evaluator(backend), "guided")
+        guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options)
+        return max(max(m.config.pre_threads, m.config.post_threads) for m in study.memo.values())
 
     settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4)
     assert most_threads(settings) > 2
@@ -816,10 +816,10 @@ def test_on_the_hosts_cores_the_cuts_are_measured_with_every_buffer():
     settings = SearchSettings(seed=0, options=("E", "A"), guided_noise=0.01, guided_budget=4, max_buffers=24)
 
     def buffers(space):
-        probe = Probe(Evaluator(backend), "guided")
-        guided_search(space, probe, base, {"pre": 2, "post": 2, "buffers": 4, "streams": 2}, settings,
+        study = Study(Evaluator(backend), "guided")
+        guided_search(space, study, base, {"pre": 2, "post": 2, "buffers": 4, "streams": 2}, settings,
                       space.network_facts(), options=settings.options)
-        return {m.config.buffers for m in probe.memo.values()}
+        return {m.config.buffers for m in study.memo.values()}
 
     assert buffers(replace(space, shared_cores=2)) == {24}
     assert 24 not in buffers(space)

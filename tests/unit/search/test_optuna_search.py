@@ -12,7 +12,7 @@ from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.search.ga_common import stream_cap
 from dse.search.optuna_search import optuna_search
-from dse.search.recorder import RecordingProbe, anytime
+from dse.search.study import Study, anytime
 from dse.search.space import stage_width
 pytest.importorskip("optuna")
 
@@ -28,18 +28,18 @@ BUDGET = 40
 
 def _run(board, sampler, seed=0, evaluator=None):
     _, space, base, settings, ev, bounds = board
-    probe = RecordingProbe(evaluator or ev, f"Optuna {sampler}", f"optuna-{sampler}")
-    return optuna_search(space, probe, base, OPTIONS, bounds, settings, BUDGET, sampler=sampler, seed=seed), probe
+    study = Study(evaluator or ev, f"Optuna {sampler}", f"optuna-{sampler}")
+    return optuna_search(space, study, base, OPTIONS, bounds, settings, BUDGET, sampler=sampler, seed=seed), study
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_spends_exactly_its_budget_on_feasible_configurations(board, sampler):
     _, space, _, settings, _, bounds = board
-    r, probe = _run(board, sampler)
-    hashes = [m.config.hash for _, m in probe.asked]
-    assert r.asked == probe.asked and len(hashes) == BUDGET and len(set(hashes)) == BUDGET
+    r, study = _run(board, sampler)
+    hashes = [m.config.hash for _, m in study.asked]
+    assert r.asked == study.asked and len(hashes) == BUDGET and len(set(hashes)) == BUDGET
     assert r.extra["trials"] >= BUDGET          # infeasible tuples and repeats cost trials, not budget
-    for phase, m in probe.asked:
+    for phase, m in study.asked:
         c = m.config
         assert phase == f"optuna-{sampler}/optuna-{sampler}"
         assert c.option in OPTIONS and space.feasibility(c.cuts) is None and len(c.cuts) == space.n_cuts(c.option)
@@ -47,8 +47,8 @@ def test_spends_exactly_its_budget_on_feasible_configurations(board, sampler):
             assert stage_width(t) <= s <= max(stage_width(t), stream_cap(t, bounds, settings, space.main_pe))
         assert 1 <= c.pre_threads <= bounds["pre"] and 1 <= c.post_threads <= bounds["post"]
         assert max(c.streams) <= c.buffers <= max(bounds["buffers"], max(c.streams))
-    assert r.fps == max(m.fps for _, m in probe.asked if m.ok) == anytime(probe.asked)[-1]
-    assert len({m.config.option for _, m in probe.asked}) > 1
+    assert r.fps == max(m.fps for _, m in study.asked if m.ok) == anytime(study.asked)[-1]
+    assert len({m.config.option for _, m in study.asked}) > 1
 
 
 def test_seeded(board):
@@ -99,9 +99,9 @@ def compared(tmp_path_factory):
             write_text_atomic(run / "config" / f"{part}.yaml", text)
         analyze_run(run)
         phases.maximize(run)
-        for option in plan.options:
+        for option in plan.facts["options"]:
             phases.explore_option(run, option)
-        phases.select_option(run, list(plan.options))
+        phases.select_option(run, list(plan.facts["options"]))
         phases.search(run)
         phases.finetune(run)
         settings = CompareSettings(methods=("Random", "Optuna TPE", "Optuna random", "Proposed"), repeats=2)

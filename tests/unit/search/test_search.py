@@ -18,14 +18,14 @@ import pytest
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
 from dse.core.measurement import Measurement
-from dse.search import (Probe, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
+from dse.search import (Study, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
                         select_option, select_phase, unique_tuples)
 from dse.search.candidates import candidate_cuts
 from dse.search.global_search import balanced_policies, main_pe_policies
 from dse.search.initial import balanced_tuple, initial_tuple, random_tuple
 from dse.search.local_search import local_search
 from dse.search.moves import move, single
-from dse.search.probe import Tracker
+from dse.search.study import StudyView
 from dse.search.streams import resplit_first_main, stream_tuple
 
 XAVIER = {"A": ["DLA", "GPU"], "B": ["GPU", "DLA", "GPU"], "C": ["DLA", "DLA", "GPU"],
@@ -375,7 +375,7 @@ def test_local_search_stream_resplit_and_rollback():
     model = Model(costs_bumpy(60), ratio=2.8, pre_ms=0.5, post_ms=0.5)
     space = model.space()
     ev = CachingEvaluator(model)
-    tracker = Tracker(Probe(ev), "test", 1000)
+    tracker = StudyView(Study(ev), "test", 1000)
     # small first GPU stage: one stream there, the rest on the last stage is better
     cfg = BASE.with_(option="B", cuts=(3, 10), streams=(2, 2, 2), buffers=8, pre_threads=3, post_threads=1)
     m0 = tracker.measure(cfg, "start")
@@ -386,7 +386,7 @@ def test_local_search_stream_resplit_and_rollback():
     assert kinds[1] == "local-streams" and "local" in kinds
     # option A: no stream resplit
     cfg_a = BASE.with_(option="A", cuts=(20,), streams=(2, 3), buffers=8, pre_threads=3)
-    tracker = Tracker(Probe(ev), "test", 1000)
+    tracker = StudyView(Study(ev), "test", 1000)
     local_search(space, tracker, cfg_a, tracker.measure(cfg_a, "start"))
     assert "local-streams" not in [tp.kind for tp in tracker.trajectory]
 

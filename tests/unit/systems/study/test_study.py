@@ -42,9 +42,9 @@ def test_unknown_study_key_is_refused():
 def test_plan_places_each_point_under_the_study():
     (sdir, plan), = plan_study({"overrides": "[study=tiny]"}).items()
     assert sdir == "results/studies/tiny"
-    assert list(plan.runs) == [f"results/studies/tiny/s0/{n}/xavier-agx-sim/int8-b1-{s}"
+    assert list(plan.facts["runs"]) == [f"results/studies/tiny/s0/{n}/xavier-agx-sim/int8-b1-{s}"
                                for n in ("tiny-chain", "tiny-residual") for s in (64, 96)]
-    assert all("top_k: 2" in p.parts["search"] for p in plan.runs.values())
+    assert all("top_k: 2" in p.parts["search"] for p in plan.facts["runs"].values())
 
 
 def test_one_point_is_planned_alone_as_in_the_whole_study(monkeypatch):
@@ -53,7 +53,7 @@ def test_one_point_is_planned_alone_as_in_the_whole_study(monkeypatch):
     planned = []
     real = dse.workflow.plan.plan_run
     monkeypatch.setattr(dse.workflow.plan, "plan_run", lambda cfg: planned.append(1) or real(cfg))
-    for run, plan in study.runs.items():
+    for run, plan in study.facts["runs"].items():
         planned.clear()
         assert plan_study_point({"overrides": "[study=tiny]"}, run) == plan
         assert len(planned) == 1

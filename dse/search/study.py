@@ -1,18 +1,28 @@
-"""The strategies' window on the evaluator: memoized asks, counts and a trajectory.
+"""The study: one search run's memo of what it asked for, in ask order, and its re-runs.
 
-``Probe`` wraps an ``Evaluator`` for a whole search run so a strategy never asks for the same
-configuration twice (even if the evaluator had no cache) and counts what it asked for. ``Tracker`` is one exploration's view of it: which cut tuples and configurations this
-exploration looked at, and its (step, fps, cuts) trajectory for plots.
+Strategies never see a backend. They ask a ``Measurer`` (the evaluator) for measurements through a ``Study``
+(Optuna's sampler/study split): the evaluator owns caching, building engines and persistence; the study owns
+what this search looked at. A strategy never asks for one configuration twice (even if the evaluator had no
+cache), every method of a comparison has its own study over one shared evaluator (a configuration another
+method measured first is not measured again, and still counts as asked by this one), and re-runs on fresh noise
+(repeat >= 1) are kept apart from the search's own samples. ``StudyView`` is one exploration's view of it: the
+cut tuples and configurations it looked at, and its (step, fps, cuts) trajectory for plots.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
-from dse.search.space import Evaluator
 
 STRATEGY = "proposed"
+
+
+class Measurer(Protocol):
+    """Measures one configuration; implementations cache by ``(config.hash, repeat)`` (never measure twice);
+    ``repeat`` > 0 asks for an independent re-run."""
+
+    def evaluate(self, config: Configuration, *, phase: str, strategy: str, repeat: int = 0) -> Measurement: ...
 
 
 def score(m: Measurement) -> float:
@@ -20,21 +30,37 @@ def score(m: Measurement) -> float:
     return float(m.fps) if m.ok else 0.0
 
 
-class Probe:
-    """Memoizing front of an evaluator, shared by every phase of one search run."""
+def anytime(asked) -> list[float]:
+    """Best FPS so far after each of the (phase, measurement) pairs, in order."""
+    out, best = [], 0.0
+    for _, m in asked:
+        best = max(best, score(m))
+        out.append(best)
+    return out
 
-    def __init__(self, evaluator: Evaluator, strategy: str = STRATEGY):
+
+class Study:
+    """Memoizing front of a measurer, shared by every phase of one search run (or one method of a comparison).
+
+    ``phase_prefix`` labels its rows "<prefix>/<phase>" so no method's rows pass for another's."""
+
+    def __init__(self, evaluator: Measurer, strategy: str = STRATEGY, phase_prefix: str = ""):
         self.evaluator = evaluator
         self.strategy = strategy
+        self.phase_prefix = phase_prefix
         self._memo: dict[str, Measurement] = {}
         self._phases: dict[str, str] = {}          # hash -> the phase it was first asked in
         self._reruns: dict[tuple[str, int], Measurement] = {}
 
+    def _label(self, phase: str) -> str:
+        return f"{self.phase_prefix}/{phase}" if self.phase_prefix else phase
+
     def measure(self, config: Configuration, phase: str, strategy: str | None = None) -> Measurement:
-        """``strategy`` labels the row when it is not this probe's (the Base(G) baseline of the maximize phase)."""
+        """``strategy`` labels the row when it is not this study's (the Base(G) baseline of the maximize phase)."""
         key = config.hash
         m = self._memo.get(key)
         if m is None:
+            phase = self._label(phase)
             m = self.evaluator.evaluate(config, phase=phase, strategy=strategy or self.strategy)
             self._memo[key] = m
             self._phases[key] = phase
@@ -53,7 +79,7 @@ class Probe:
         for r in repeats:
             m = self._reruns.get((config.hash, r))
             if m is None:
-                m = self.evaluator.evaluate(config, phase=phase, strategy=self.strategy, repeat=r)
+                m = self.evaluator.evaluate(config, phase=self._label(phase), strategy=self.strategy, repeat=r)
                 self._reruns[(config.hash, r)] = m
             out.append(m)
         return out
@@ -72,19 +98,27 @@ class Probe:
     def measured(self) -> int:
         return len(self._memo)
 
+    @property
+    def asked(self) -> list[tuple[str, Measurement]]:
+        """(phase, measurement) of every distinct configuration asked for, in ask order."""
+        return self.asked_since(0)
+
     def asked_since(self, mark: int) -> list[tuple[str, Measurement]]:
-        """(phase, measurement) of the configurations first asked after ``mark`` (``measured`` then), in ask order:
-        what one strategy asked for through a probe it may share with others."""
+        """``asked`` after the first ``mark`` (``measured`` then): what one strategy asked for through a study it
+        shares with others."""
         return [(self._phases[h], m) for h, m in list(self._memo.items())[mark:]]
 
     @property
     def memo(self) -> dict[str, Measurement]:
-        """Every configuration asked through this probe (hash -> its measurement), in ask order."""
+        """Every configuration asked through this study (hash -> its measurement), in ask order."""
         return self._memo
 
+    def view(self, phase: str, budget: int) -> "StudyView":
+        return StudyView(self, phase, budget)
 
-def as_probe(evaluator: Evaluator | Probe, strategy: str = STRATEGY) -> Probe:
-    return evaluator if isinstance(evaluator, Probe) else Probe(evaluator, strategy)
+
+def as_study(source: Measurer | Study, strategy: str = STRATEGY) -> Study:
+    return source if isinstance(source, Study) else Study(source, strategy)
 
 
 class TracePoint(NamedTuple):
@@ -97,11 +131,11 @@ class TracePoint(NamedTuple):
     streams: tuple[int, ...]
 
 
-class Tracker:
-    """One exploration's record of the configurations and cut tuples it asked for."""
+class StudyView:
+    """One exploration's record of the configurations and cut tuples it asked for through its study."""
 
-    def __init__(self, probe: Probe, phase: str, budget: int):
-        self.probe = probe
+    def __init__(self, study: Study, phase: str, budget: int):
+        self.study = study
         self.phase = phase
         self.budget = budget
         self.seen: set[str] = set()
@@ -109,7 +143,7 @@ class Tracker:
         self.trajectory: list[TracePoint] = []
 
     def measure(self, config: Configuration, kind: str) -> Measurement:
-        m = self.probe.measure(config, self.phase)
+        m = self.study.measure(config, self.phase)
         if config.hash not in self.seen:
             self.seen.add(config.hash)
             self.tuples.add(config.cuts)
