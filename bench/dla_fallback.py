@@ -46,7 +46,7 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
                                                                       f"benchmark.model={network}{suffix}"))
         ev = Evaluator(backend, seed=int(cfg.seed))
         result = run_search(space, Study(ev), base, settings)
-        best = result.finetune.config
+        best = result.config
         fps = remeasure(ev, best, n=repeats)
         ref_fps = None
         if reference is not None:
@@ -60,9 +60,9 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
     return {
         "network": network, "variant": variant, "platform": platform, "model": f"{network}{suffix}",
         "ruleset": ex.ruleset, "precision": precision, "selected": describe(best), "best_config": best.to_dict(),
-        "fps_mean": statistics.fmean(fps), "fps_runs": fps, "search_fps": result.finetune.fps,
+        "fps_mean": statistics.fmean(fps), "fps_runs": fps, "search_fps": result.fps,
         "relu_answer_fps_here": ref_fps,
-        "unique_tuples": result.unique_tuples, "option_fps": {o: r.fps for o, r in result.options.items()},
+        "unique_tuples": result.extra["unique_tuples"], "option_fps": {o: r.fps for o, r in result.extra["options"].items()},
         "whole_network_dla_layers": sum(v.on_dla for v in whole.layers), "layers": len(whole.layers),
         "whole_network_loadables": whole.stages[0].loadables, "whole_network_reasons": whole.reason_counts,
         "stages": [{"stage": s.stage, "pes": s.pes, "layers": f"{s.first}..{s.last}", "loadables": s.loadables,

@@ -60,17 +60,17 @@ def target(min_fps: float) -> dict:
         found = run_search(space, study, base, settings)
         searched = study.measured
         energy = EnergySettings(objective="energy", min_fps=min_fps, pareto=True, repeats=REPEATS)
-        cands = mapping_candidates(found.finetune.config, list(study.memo.values()), energy.mappings)
+        cands = mapping_candidates(found.config, list(study.memo.values()), energy.mappings)
         t1 = time.perf_counter()
         result = clock_phase(study, backend.platform, cands, energy)
         t2 = time.perf_counter()
-        grid = exhaustive_clocks(study, backend.platform, result.chosen, min_fps)
+        grid = exhaustive_clocks(study, backend.platform, result.extra["chosen"], min_fps)
         base = study.rerun(base_g("yolov4", backend.platform.name, "int8"), "base-g", range(1, REPEATS + 1))
         out = result.to_dict()
         tables = frequency_tables(study, out["points"], backend.platform, min_fps)
     front = [p for p in out["points"] if p["on_front"]]
     base_j = float(np.mean([m.energy_j_per_frame for m in base]))
-    return {"min_fps": min_fps, "search_measurements": searched, "clock_measurements": result.measured,
+    return {"min_fps": min_fps, "search_measurements": searched, "clock_measurements": result.extra["measured"],
             "search_s": round(t1 - t0, 1), "clock_phase_s": round(t2 - t1, 1),
             "chosen": _brief(out["chosen"]), "reference": _brief(out["reference"]),
             "energy_ratio": out["energy_ratio"], "target_ratio": TARGET_RATIO,

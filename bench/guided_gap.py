@@ -77,7 +77,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         study = Study(Evaluator(backend, seed=int(cfg.seed)), strategy="guided")
         r = run_search(space, study, base, settings.with_(strategy="guided"))
         costs = search_costs([m for _, m in study.asked], backend, backend.settings, study.reruns)
-        answer = r.finetune.config
+        answer = r.config
         caps = parameter_caps(space, answer.option, settings)
         configs = {"answer": answer}
         one_draw = functools.partial(true_fps, draws=1)     # the polish's climb; its result valued on every draw
@@ -91,7 +91,7 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         if fps[top] > best:
             best, source = fps[top], "this answer" if top == "answer" else f"this answer, {top} polished"
     return {"network": network, "precision": precision, "platform": platform, "overrides": list(overrides),
-            "noise_seed": noise_seed, "tuples": r.unique_tuples, "noise": round(r.guided.noise, 4),
+            "noise_seed": noise_seed, "tuples": r.extra["unique_tuples"], "noise": round(r.extra["guided"].extra["noise"], 4),
             "measured": costs["measured"], "board_hours": costs["board_hours"],
             "best_known": round(best, 2), "best_source": source,
             "levels": {k: {"config": describe(c), "streams": list(c.streams), "buffers": c.buffers,

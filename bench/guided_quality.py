@@ -111,10 +111,10 @@ def end_to_end(method: str, space, backend, base, settings, seed: int) -> tuple:
 
     study = Study(Evaluator(backend, seed=seed), strategy=method)
     r = run_search(space, study, base, settings.with_(strategy="guided" if method == "guided" else "proposed"))
-    extra = {"selected": describe(r.finetune.config), "search_tuples": r.unique_tuples}
+    extra = {"selected": describe(r.config), "search_tuples": r.extra["unique_tuples"]}
     if method == "guided":      # what its races assumed (their re-runs follow from it) and the batches the re-run
-        extra["noise"] = round(r.guided.noise, 4)       # budget refused them
-        extra["batches_refused"] = r.guided.batches_refused + r.finetune.batches_refused
+        extra["noise"] = round(r.extra["guided"].extra["noise"], 4)       # budget refused them
+        extra["batches_refused"] = r.extra["guided"].extra["batches_refused"] + r.extra["finetune"].extra["batches_refused"]
     return study, r, extra
 
 
@@ -136,8 +136,8 @@ def one(network: str, precision: str, *, platform: str = PLATFORM, overrides: tu
         t = time.perf_counter()
         for method in [m for m in ("guided", "default") if m in methods]:
             study, r, extra = end_to_end(method, space, backend, base, settings, seed)
-            runs[method] = (study, r.finetune.measurement, extra)
-            bounds = r.maximize.bounds
+            runs[method] = (study, r.measurement, extra)
+            bounds = r.extra["maximize"].extra["bounds"]
             seconds[method] = round(time.perf_counter() - t, 2)
             t = time.perf_counter()
             _progress(network, precision, method, runs[method], seconds[method])

@@ -39,7 +39,7 @@ def replay(row: dict) -> dict:
         reference = (row.get("reference") or {}).get("true_fps")
         if backend.name == "sim" and reference:
             true_fps = noise_free(row["network"], row["precision"], Path(tmp), row["platform"],
-                                  tuple(row["overrides"]))(r.finetune.config)
+                                  tuple(row["overrides"]))(r.config)
             extra.update(true_fps=round(true_fps, 3), true_quality=round(true_fps / reference, 4))
         return {**costs, **extra, "seconds": seconds}
 

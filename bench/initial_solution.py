@@ -42,11 +42,11 @@ def one(network: str, option: str, initial: str, root: Path, overrides: tuple = 
         ("search.strategy=proposed", f"search.initial={initial}", *overrides))
     ev = Evaluator(backend, seed=int(cfg.seed))
     result = run_search(space, Study(ev), base, settings, options=[option])
-    best = result.finetune.config
+    best = result.config
     runs = remeasure(ev, best, 5, 1, strategy=f"initial-{initial}")
     return {"network": network, "initial": initial, "option": option, "cuts": list(best.cuts),
-            "search_fps": result.finetune.fps, "fps": statistics.fmean(runs), "reruns": runs,
-            "measured": result.measured, "seconds": round(time.perf_counter() - t0, 1)}
+            "search_fps": result.fps, "fps": statistics.fmean(runs), "reruns": runs,
+            "measured": result.extra["measured"], "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def markdown(rows: list[dict]) -> str:

@@ -140,7 +140,7 @@ def energy(mdir: str) -> dict:
 
 def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
     """Agreement and speed of Algorithm 6 against enumerating every frequency vector (Table 4.11)."""
-    from dse.systems.multi.combine import Evaluator
+    from dse.systems.multi.combine import ScenarioEvaluator
     from dse.rt.dvfs import brute_force, set_freq
     from dse.rt.energy import scenario_watts
     from dse.systems.multi.case_dir import load_case
@@ -154,7 +154,7 @@ def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
     gaps = []
     for fsm in s.fsms:
         fps = min(s.fps[fsm])
-        ev = Evaluator(case, list(s.fsms[fsm]))
+        ev = ScenarioEvaluator(case, list(s.fsms[fsm]))
         for _ in range(samples // len(s.fsms)):
             genes = tuple(rng.randrange(n) for n in case.sizes())
             if ev.dla_reason(genes):
@@ -183,7 +183,7 @@ def alg6_vs_brute(mdir: str, samples: int = 40, seed: int = 0) -> dict:
 
 def ga_speed(mdir: str, fsm: str | None = None, generations: int = 10) -> dict:
     """Total time and final fitness of a short energy GA with Algorithm 6 and with the brute force inside."""
-    from dse.systems.multi.combine import Evaluator, evolve
+    from dse.systems.multi.combine import ScenarioEvaluator, evolve
     from dse.rt.dvfs import brute_force, set_freq
     from dse.systems.multi.case_dir import load_case
 
@@ -194,7 +194,7 @@ def ga_speed(mdir: str, fsm: str | None = None, generations: int = 10) -> dict:
     ga = {**s.ga, "generations": generations, "stall": 0}
     out = {}
     for name, search in (("heuristic", set_freq), ("brute", brute_force)):
-        ev = Evaluator(case, list(s.fsms[fsm]), freq_search=search)
+        ev = ScenarioEvaluator(case, list(s.fsms[fsm]), freq_search=search)
         t = time.perf_counter()
         res = evolve(case.sizes(), lambda g: ev.energy(g, fps), maximize=False, ga=ga, salt="bench")
         out[name] = {"s": time.perf_counter() - t, "fitness": res.value, "evaluations": res.evaluations}

@@ -166,7 +166,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
 
         t = time.perf_counter()
         bounds_from = "given" if bounds else "maximizer"
-        bounds = dict(bounds) if bounds else dict(maximize_phase(space, study, base, settings).bounds)
+        bounds = dict(bounds) if bounds else dict(maximize_phase(space, study, base, settings).extra["bounds"])
         seconds["maximize"] = time.perf_counter() - t
 
         # -- the sweep ---------------------------------------------------------------------------------
@@ -246,7 +246,7 @@ def compute_reference(network: str, precision: str, platform: str = PLATFORM, ov
                 ft = finetune(space, study, start, settings)
                 tuned.append({"start": cand["label"], "start_streams": list(start.streams),
                               "start_hash": start.hash, "config": ft.config, "config_hash": ft.config.hash,
-                              "single_fps": ft.fps, "start_fps": ft.start_fps, "points": ft.points})
+                              "single_fps": ft.fps, "start_fps": ft.extra["start_fps"], "points": ft.extra["points"]})
         seconds["finetune"] = time.perf_counter() - t
 
         # -- final: every candidate and tuned answer on the same fresh repeats -----------------------------

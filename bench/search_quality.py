@@ -80,24 +80,24 @@ def one(network: str, precision: str, *, max_cuts: int = 2, cap: int = 3000, pla
         engines = ev.engines_built()
         t2 = time.perf_counter()
         ex_study = Study(ev, "exhaustive")
-        ex = exhaustive_search(space, ex_study, base, space.options, proposed.maximize.bounds, settings,
+        ex = exhaustive_search(space, ex_study, base, space.options, proposed.extra["maximize"].extra["bounds"], settings,
                                max_cuts=max_cuts, cap=cap)
         t_ex = time.perf_counter() - t2
-    best = proposed.finetune.config
-    best_known = max(ex.fps, proposed.finetune.fps)
+    best = proposed.config
+    best_known = max(ex.fps, proposed.fps)
     return {
         "network": network, "precision": precision, "platform": platform, "layers": len(analysis.layers),
         "feasible_cuts": len(analysis.feasible_cuts),
-        "proposed_fps": proposed.finetune.fps, "exhaustive_fps": ex.fps, "best_known_fps": best_known,
-        "quality": proposed.finetune.fps / best_known if best_known > 0 else None,
-        "proposed_over_exhaustive": proposed.finetune.fps / ex.fps if ex.fps > 0 else None,
-        "measured": proposed.measured, "unique_tuples": proposed.unique_tuples,
-        "param_points": proposed.param_points, "engines_built": engines,
+        "proposed_fps": proposed.fps, "exhaustive_fps": ex.fps, "best_known_fps": best_known,
+        "quality": proposed.fps / best_known if best_known > 0 else None,
+        "proposed_over_exhaustive": proposed.fps / ex.fps if ex.fps > 0 else None,
+        "measured": proposed.extra["measured"], "unique_tuples": proposed.extra["unique_tuples"],
+        "param_points": proposed.extra["param_points"], "engines_built": engines,
         "engines_built_total": sum(engines.values()),
         "thesis_tuples": THESIS_TUPLES.get(network, {}).get(precision),
-        "selected": proposed.selected, "selected_config": describe(best),
+        "selected": proposed.extra["selected"], "selected_config": describe(best),
         "best_config": best.to_dict(), "thesis_option": THESIS_OPTION.get(network, {}).get(precision),
-        "option_fps": {o: r.fps for o, r in proposed.options.items()},
+        "option_fps": {o: r.fps for o, r in proposed.extra["options"].items()},
         "exhaustive_tuples": ex.extra["tuples"], "exhaustive_coverage": ex.extra["coverage"],
         "exhaustive_measured": ex_study.measured, "exhaustive_best": describe(ex.config),
         "seconds": {"analysis": round(t_analysis, 2), "proposed": round(t_proposed, 2),

@@ -73,5 +73,5 @@ def tiny_board():
                          model_digest=analysis.digest)
     settings = SearchSettings(seed=0, max_buffers=12, max_pre=6, max_post=4, max_streams=4)
     ev = Evaluator(backend)
-    bounds = maximize(ev, base, settings).bounds
+    bounds = maximize(ev, base, settings).extra["bounds"]
     return backend, space, base, settings, ev, bounds

@@ -135,7 +135,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
         study = Study(Evaluator(backend, seed=seed))
         searched = run_search(space, study, base, settings)
         tuned, finetuned, configs, true = {}, {}, {}, {}
-        bounds = searched.maximize.bounds
+        bounds = searched.extra["maximize"].extra["bounds"]
 
         def fps(c: Configuration) -> float:
             """What polish climbs on: the noise-free board's jitter draw 0 (a climb may end on a lucky draw)."""
@@ -143,12 +143,12 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
         fresh = range(1, repeats + 1)
         for option in options or space.options:
             found = search_phase(space, study, base, bounds, settings, [option])
-            if found.best.fps <= 0:
+            if found.fps <= 0:
                 continue
-            best = finetune_phase(space, study, found.best.best_config, settings)
+            best = finetune_phase(space, study, found.config, settings)
             caps = parameter_caps(space, option, settings)
             polished = polish(fps, best.config, caps, space)
-            searched_at = full_stream_config(space, base, option, found.best.best_config.cuts, bounds, settings)
+            searched_at = full_stream_config(space, base, option, found.config.cuts, bounds, settings)
             start = grid_best(fps, searched_at, space) if len(searched_at.cuts) > 1 else None
             if start is not None and fps(start) > fps(searched_at):
                 polished = max((polished, polish(fps, start, caps, space)), key=truth)
@@ -157,7 +157,7 @@ def decide(network: str, precision: str, platform: str = "xavier-agx-sim", overr
                 into[option] = sum(reruns) / len(reruns)
             configs[option] = polished.to_dict()
             true[option] = truth(polished)
-    return Decision(network, precision, TABLE_3_5[(network, precision)][0], searched.selected, tuned, configs,
+    return Decision(network, precision, TABLE_3_5[(network, precision)][0], searched.extra["selected"], tuned, configs,
                     finetuned, true)
 
 

@@ -12,7 +12,7 @@ few best points (never on their luckiest sample), as is the FPS-optimal configur
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -25,6 +25,7 @@ from dse.core.validate import bounded_int
 from dse.core.measurement import Measurement
 from dse.platform import Platform
 from dse.rt.dvfs import set_freq
+from dse.search.result import StrategyResult
 from dse.search.study import Study
 
 PHASE = "clocks"
@@ -117,27 +118,6 @@ def mapping_candidates(best: Configuration, measured: Sequence[Measurement], n: 
     return out
 
 
-@dataclass
-class ClockResult:
-    """What the clock phase measured and chose."""
-
-    settings: EnergySettings
-    points: list[dict] = field(default_factory=list)      # one row per configuration measured (MAXN included)
-    feasible: bool = True
-    reason: str = ""
-    chosen: dict | None = None        # the answer: config, mode, clocks, re-measured means
-    reference: dict | None = None     # the FPS-optimal configuration at full clocks, re-measured the same way
-    ranked: list[dict] = field(default_factory=list)      # the re-measured finalists, best first
-    measured: int = 0
-
-    def to_dict(self) -> dict:
-        return {"settings": self.settings.to_dict(), "feasible": self.feasible, "reason": self.reason,
-                "chosen": self.chosen, "reference": self.reference, "ranked": self.ranked,
-                "measured": self.measured, "points": self.points,
-                "energy_ratio": (self.chosen["energy_j_per_frame"] / self.reference["energy_j_per_frame"]
-                                 if self.chosen and self.reference else None)}
-
-
 def point_row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
     """One measured point of the clock phase: mapping, parameters, mode, clocks (MHz per kind), results."""
     c = m.config
@@ -149,8 +129,14 @@ def point_row(m: Measurement, mode: str, mhz: Mapping[str, float]) -> dict:
 
 
 def clock_phase(study: Study, platform: Platform, candidates: Sequence[Configuration],
-                settings: EnergySettings, progress: Callable[[str], None] | None = None) -> ClockResult:
-    """Algorithm 6 per mapping x power mode at each FPS floor; the front; the answer ranked on fresh re-runs."""
+                settings: EnergySettings, progress: Callable[[str], None] | None = None) -> StrategyResult:
+    """Algorithm 6 per mapping x power mode at each FPS floor; the front; the answer ranked on fresh re-runs.
+
+    The answer is the chosen configuration (None where no point reaches ``min_fps``); ``extra``: the
+    ``settings``, one row per configuration measured (``points``, MAXN included), ``feasible`` and the ``reason``
+    where not, the ``chosen`` row (config, mode, clocks, re-measured means), the FPS-optimal configuration at full
+    clocks re-measured the same way (``reference``), the re-measured finalists best first (``ranked``), the
+    configurations ``measured`` and the chosen's J/frame over the reference's (``energy_ratio``)."""
     modes = list(settings.power_modes or power_modes(platform))
     before = study.measured
     rows: dict[str, dict] = {}
@@ -182,32 +168,34 @@ def clock_phase(study: Study, platform: Platform, candidates: Sequence[Configura
             for floor in floors:
                 set_freq(levels, lambda f, c=config, fl=floor, md=mode: _fps(at(c, md, f)) >= fl,
                          lambda f, c=config, md=mode: at(c, md, f).energy_j_per_frame, ORDER)
-    result = ClockResult(settings, points=_with_front(list(rows.values())))
-    result.measured = study.measured - before
+    points = _with_front(list(rows.values()))
+
+    def answer(chosen: dict | None = None, reference: dict | None = None, ranked=(), reason: str = "") -> StrategyResult:
+        config = Configuration.from_dict(chosen["config"]) if chosen else None
+        ratio = chosen["energy_j_per_frame"] / reference["energy_j_per_frame"] if chosen and reference else None
+        return StrategyResult(config, study.memo.get(config.hash) if config else None, study.asked_since(before), {
+            "settings": settings, "feasible": not reason, "reason": reason, "chosen": chosen,
+            "reference": reference, "ranked": list(ranked), "measured": study.measured - before, "points": points,
+            "energy_ratio": ratio}, reruns=study.reruns)
+
     key = objective_key(settings.objective)
-    allowed = [r for r in result.points if r["status"] == "ok" and r["power_mode"] in modes]
+    allowed = [r for r in points if r["status"] == "ok" and r["power_mode"] in modes]
     feasible = [r for r in allowed if r["fps"] >= settings.min_fps]
     if not feasible:
-        result.feasible = False
         b = max(allowed, key=lambda r: r["fps"], default=None)
-        result.reason = (f"min_fps {settings.min_fps:g} is above every FPS measured: the best is {b['fps']:.1f} FPS "
-                         f"({b['option']}, cuts {b['cuts']}, {b['power_mode']})" if b else
-                         "no configuration of the clock phase ran (see the reasons in cache/clocks.parquet)")
-        return result
+        return answer(reason=f"min_fps {settings.min_fps:g} is above every FPS measured: the best is {b['fps']:.1f} "
+                             f"FPS ({b['option']}, cuts {b['cuts']}, {b['power_mode']})" if b else
+                             "no configuration of the clock phase ran (see the reasons in cache/clocks.parquet)")
     fresh = range(1, settings.repeats + 1)
     finalists = sorted(feasible, key=lambda r: key(r["fps"], r["energy_j_per_frame"]))[:3]
     ranked = [remeasured(study, r, fresh) for r in finalists]
-    ok = [r for r in ranked if r["fps"] >= settings.min_fps]
-    if not ok:
-        result.feasible = False
-        result.reason = (f"min_fps {settings.min_fps:g}: the points that reached it once fall below it on "
-                         f"{settings.repeats} fresh re-runs (best mean {max(r['fps'] for r in ranked):.1f} FPS)")
-        result.ranked = ranked
-        return result
-    result.ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
-    result.chosen = result.ranked[0]
-    result.reference = remeasured(study, rows[top[candidates[0].hash].config.hash], fresh)
-    return result
+    if not any(r["fps"] >= settings.min_fps for r in ranked):
+        return answer(ranked=ranked, reason=f"min_fps {settings.min_fps:g}: the points that reached it once fall "
+                                            f"below it on {settings.repeats} fresh re-runs (best mean "
+                                            f"{max(r['fps'] for r in ranked):.1f} FPS)")
+    ranked = sorted(ranked, key=lambda r: (r["fps"] < settings.min_fps, key(r["fps"], r["energy_j_per_frame"])))
+    reference = remeasured(study, rows[top[candidates[0].hash].config.hash], fresh)
+    return answer(ranked[0], reference, ranked)
 
 
 def _fps(m: Measurement) -> float:

@@ -8,63 +8,21 @@ option (E) has no cuts to search: its configuration at the maximizer's bounds is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from dse.core.configuration import Configuration
 from dse.core.errors import choices_error
-from dse.core.measurement import Measurement
 from dse.search.candidates import candidate_cuts
-from dse.search.global_search import TopEntry, global_search
+from dse.search.global_search import global_search
 from dse.search.initial import initial_tuple
 from dse.search.params import check_bounds, search_config
-from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
+from dse.search.result import StrategyResult
+from dse.search.study import Measurer, Study, StudyView, as_study, score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace
 from dse.search.streams import stream_tuple
 
 MODES = ("global", "full")
-
-
-@dataclass
-class OptionResult:
-    """What exploring one mapping option found and what it cost."""
-
-    option: str
-    mode: str
-    best_config: Configuration
-    best: Measurement
-    top_k: list[TopEntry] = field(default_factory=list)
-    tuples: list[tuple[int, ...]] = field(default_factory=list)  # unique cut tuples this exploration measured
-    configs: int = 0                 # unique configurations it asked for (cut tuples x stream tuples)
-    local_searches: int = 0          # in the final run (the one whose T is reported)
-    threshold: float = 0.0           # T used by the final run
-    thresholds: list[float] = field(default_factory=list)
-    initial: tuple[int, ...] = ()
-    initial_how: str = ""
-    candidates: list[int] = field(default_factory=list)
-    trajectory: list[TracePoint] = field(default_factory=list)
-
-    @property
-    def fps(self) -> float:
-        return score(self.best)
-
-    @property
-    def tuples_measured(self) -> int:
-        return len(self.tuples)
-
-    def to_dict(self) -> dict:
-        return {
-            "option": self.option, "mode": self.mode, "fps": self.fps,
-            "best_config": self.best_config.to_dict(), "best_hash": self.best_config.hash,
-            "top_k": [{"cuts": list(e.cuts), "fps": e.fps, "util": e.util} for e in self.top_k],
-            "tuples": [list(t) for t in self.tuples], "tuples_measured": self.tuples_measured,
-            "configs": self.configs, "local_searches": self.local_searches, "threshold": self.threshold,
-            "thresholds": list(self.thresholds), "initial": list(self.initial), "initial_how": self.initial_how,
-            "candidates": list(self.candidates),
-            "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
-                           for tp in self.trajectory],
-        }
 
 
 def _thresholds(settings: SearchSettings) -> list[float]:
@@ -75,8 +33,9 @@ def _thresholds(settings: SearchSettings) -> list[float]:
 
 def explore_option(space: SearchSpace, evaluator: Measurer | Study, option: str, bounds: Mapping[str, int],
                    search_cfg: SearchSettings, mode: str = "global", initial: Sequence[int] | None = None, *,
-                   base: Configuration) -> OptionResult:
-    """Explore the cut points of ``option``; ``initial`` reuses a tuple from an earlier run (then K = 1)."""
+                   base: Configuration) -> StrategyResult:
+    """Explore the cut points of ``option``; ``initial`` reuses a tuple from an earlier run (then K = 1). The
+    answer's ``extra`` is its ``option_record``."""
     if mode not in MODES:
         raise choices_error("explorer mode", mode, MODES)
     settings = search_cfg
@@ -89,8 +48,9 @@ def explore_option(space: SearchSpace, evaluator: Measurer | Study, option: str,
     if len(types) == 1:  # nothing to cut: measure the option at the bounds
         cfg = search_config(base, option, (), streams, bounds, settings.pipeline_buffers)
         m = tracker.measure(cfg, "single")
-        return OptionResult(option, mode, cfg, m, configs=len(tracker.seen), threshold=settings.t0,
-                            thresholds=[settings.t0], initial_how="none", trajectory=tracker.trajectory)
+        return StrategyResult(cfg, m, tracker.asked, option_record(
+            option, mode, configs=len(tracker.seen), threshold=settings.t0, thresholds=[settings.t0],
+            initial_how="none", trajectory=tracker.trajectory))
 
     init, how = initial_tuple(space, option, settings, reuse=initial)
     top_k = 1 if initial is not None else settings.top_k
@@ -109,8 +69,17 @@ def explore_option(space: SearchSpace, evaluator: Measurer | Study, option: str,
         local_starts = outcome.extra["local_starts"]
         if mode == "global" or len(local_starts) >= settings.min_local_searches or tracker.exhausted:
             break
-    return OptionResult(
-        option=option, mode=mode, best_config=best_cfg, best=best_m, top_k=outcome.extra["top_k"],
-        tuples=sorted(t for t in tracker.tuples if t), configs=len(tracker.seen),
-        local_searches=len(local_starts), threshold=used, thresholds=tried, initial=init,
-        initial_how=how, candidates=cands, trajectory=tracker.trajectory)
+    return StrategyResult(best_cfg, best_m, tracker.asked, option_record(
+        option, mode, top_k=outcome.extra["top_k"], tuples=sorted(t for t in tracker.tuples if t),
+        configs=len(tracker.seen), local_searches=len(local_starts), threshold=used, thresholds=tried,
+        initial=init, initial_how=how, candidates=cands, trajectory=tracker.trajectory))
+
+
+def option_record(option: str, mode: str, *, top_k=(), tuples=(), configs: int = 0, local_searches: int = 0,
+                  threshold: float = 0.0, thresholds=(), initial=(), initial_how: str = "", candidates=(),
+                  trajectory=()) -> dict:
+    """What exploring one option found and what it cost: the ``extra`` of its result."""
+    return {"option": option, "mode": mode, "top_k": list(top_k), "tuples": list(tuples),
+            "tuples_measured": len(tuples), "configs": configs, "local_searches": local_searches,
+            "threshold": threshold, "thresholds": list(thresholds), "initial": tuple(initial),
+            "initial_how": initial_how, "candidates": list(candidates), "trajectory": list(trajectory)}

@@ -10,41 +10,29 @@ parameter (pre threads, post threads, each stage's streams):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from dse.core.configuration import Configuration
 from dse.core.measurement import Measurement
-from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
+from dse.search.result import StrategyResult
+from dse.search.study import Measurer, Study, StudyView, as_study, score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace, stage_width
 
 PHASE = "finetune"
 
 
-@dataclass
-class FinetuneResult:
-    config: Configuration
-    measurement: Measurement
-    start_fps: float
-    reference_fps: float             # best FPS after step 1: what step 2 may lose at most `degradation` of
-    points: int                      # parameter points looked at besides the starting configuration
-    trajectory: list[TracePoint] = field(default_factory=list)
-    # guided: the answer, then every other start, tuned configuration and variant tried (best mean first), each
-    # with its fresh re-runs
-    confirmed: list[dict] = field(default_factory=list)
-    batches_refused: int = 0         # guided: race batches the re-run budget refused
-    board_s: tuple[float, float] = (0.0, 0.0)   # guided: board seconds of the search's measurements, re-runs
-
-    @property
-    def fps(self) -> float:
-        return score(self.measurement)
-
-    def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "config_hash": self.config.hash, "fps": self.fps,
-                "start_fps": self.start_fps, "reference_fps": self.reference_fps, "points": self.points,
-                "trajectory": [{**tp._asdict(), "cuts": list(tp.cuts), "streams": list(tp.streams)}
-                               for tp in self.trajectory], "confirmed": self.confirmed,
-                "batches_refused": self.batches_refused, "board_s": [round(x, 3) for x in self.board_s]}
+def tuned(config: Configuration, measurement: Measurement, asked, start_fps: float, reference_fps: float,
+          points: int, trajectory=(), confirmed=(), batches_refused: int = 0,
+          board_s: tuple[float, float] = (0.0, 0.0)) -> StrategyResult:
+    """The fine-tuner's answer. ``extra``: ``start_fps``; ``reference_fps``, the best FPS after step 1 (what step 2
+    may lose at most ``degradation`` of); ``points``, parameter points looked at besides the start;
+    ``trajectory``; and for the guided search ``confirmed`` (the answer, then every other start, tuned
+    configuration and variant tried, best mean first, each with its fresh re-runs), ``batches_refused`` (race
+    batches the re-run budget refused) and ``board_s`` (board seconds of the search's measurements, re-runs)."""
+    return StrategyResult(config, measurement, list(asked), {
+        "start_fps": start_fps, "reference_fps": reference_fps, "points": points, "trajectory": list(trajectory),
+        "confirmed": list(confirmed), "batches_refused": batches_refused,
+        "board_s": [round(x, 3) for x in board_s]})
 
 
 def get_param(cfg: Configuration, name: str) -> int:
@@ -84,7 +72,7 @@ def parameter_caps(space: SearchSpace, option: str, settings: SearchSettings) ->
 
 
 def finetune(space: SearchSpace, evaluator: Measurer | Study, config: Configuration,
-             settings: SearchSettings, margin: float = 0.0, lower: bool = True) -> FinetuneResult:
+             settings: SearchSettings, margin: float = 0.0, lower: bool = True) -> StrategyResult:
     """The three steps from ``config``. ``margin``: the relative gain a raise or a rebalance must show to be kept
     (the noise of one measurement, where the caller knows it): with none, a raise that changes nothing is kept on a
     lucky sample half the time, the next raise is tried from there, and step 2 measures its way back down (Yolov4
@@ -113,19 +101,19 @@ def finetune(space: SearchSpace, evaluator: Measurer | Study, config: Configurat
                     break
     if lower:
         cur, m_cur = _lower_and_rebalance(tracker, space, cur, m_cur, fps_cur, settings, margin)
-    return FinetuneResult(cur, m_cur, start_fps, fps_cur, points=len(tracker.seen) - 1,
-                          trajectory=tracker.trajectory)
+    return tuned(cur, m_cur, tracker.asked, start_fps, fps_cur, points=len(tracker.seen) - 1,
+                 trajectory=tracker.trajectory)
 
 
 def fewest_resources(space: SearchSpace, evaluator: Measurer | Study, config: Configuration, reference: float,
-                     settings: SearchSettings, margin: float = 0.0) -> FinetuneResult:
+                     settings: SearchSettings, margin: float = 0.0) -> StrategyResult:
     """Steps 2 and 3 from ``config``, step 1's best at ``reference`` FPS: the guided search lowers the answer of its
     ranking of raised configurations (``finetune(lower=False)``) only."""
     tracker = StudyView(as_study(evaluator), PHASE, settings.max_tuples)
     m = tracker.measure(config, "start")
     cur, m_cur = _lower_and_rebalance(tracker, space, config, m, reference, settings, margin)
-    return FinetuneResult(cur, m_cur, score(m), reference, points=len(tracker.seen) - 1,
-                          trajectory=tracker.trajectory)
+    return tuned(cur, m_cur, tracker.asked, score(m), reference, points=len(tracker.seen) - 1,
+                 trajectory=tracker.trajectory)
 
 
 def _stream_names(space: SearchSpace, cfg: Configuration) -> list[str]:

@@ -38,8 +38,9 @@ from dse.search.board_model import (
 )
 from dse.search.board_time import BoardTime, RerunBudget
 from dse.search.params import check_bounds, full_stream_config, search_config
-from dse.search.study import Measurer, Study, as_study, score
 from dse.search.race import race
+from dse.search.result import StrategyResult
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace
 
@@ -58,53 +59,6 @@ LOCAL_REACH = 0.10
 # stopped at E, 0.87 of PND-A (23), with two PND-A samples, one short of the local round's outward step)
 CHECK_TUPLES = 4
 LOCAL_TUPLES = 8
-
-
-@dataclass
-class GuidedResult:
-    """What the guided exploration measured, in rounds, and the configuration it hands to the fine-tuner."""
-
-    best_config: Configuration
-    best: Measurement
-    option_fps: dict[str, float]
-    tuples: list[tuple[str, tuple[int, ...]]]
-    rounds: list[dict] = field(default_factory=list)
-    stopped: str = ""
-    candidates: dict[str, int] = field(default_factory=dict)
-    finalists: list[Configuration] = field(default_factory=list)   # what the fine-tuner starts from
-    contenders: list[dict] = field(default_factory=list)   # near-best tuples: search sample, re-run mean
-    noise: float = 0.0                                      # the relative noise the search assumed or estimated
-    noise_runs: list[float] = field(default_factory=list)   # the re-runs it was estimated from (auto)
-    rerun_account: dict = field(default_factory=dict)   # the re-run budget's account so far (RerunBudget.account)
-    batches_refused: int = 0                    # race batches the re-run budget refused
-
-    @property
-    def fps(self) -> float:
-        return score(self.best)
-
-    @property
-    def selected(self) -> str:
-        return self.best_config.option
-
-    @property
-    def unique_tuples(self) -> int:
-        return len(set(self.tuples))
-
-    @property
-    def reruns_used(self) -> int:
-        """Repeat indices 1.. this many ranked the finalists: the fine-tuner's re-runs start after them."""
-        return max((len(c["reruns"]) for c in self.contenders), default=0)
-
-    def to_dict(self) -> dict:
-        return {"strategy": STRATEGY, "option": self.selected, "selected": self.selected, "fps": self.fps,
-                "best_config": self.best_config.to_dict(), "best_hash": self.best_config.hash,
-                "option_fps": dict(self.option_fps), "refined": {},
-                "tuples": [[o, list(c)] for o, c in self.tuples], "unique_tuples": self.unique_tuples,
-                "candidates": dict(self.candidates), "rounds": self.rounds, "stopped": self.stopped,
-                "finalists": [c.to_dict() for c in self.finalists], "contenders": self.contenders,
-                "noise": round(self.noise, 5), "noise_runs": [round(x, 3) for x in self.noise_runs],
-                "reruns_used": self.reruns_used, "rerun_account": self.rerun_account,
-                "batches_refused": self.batches_refused}
 
 
 def candidate_tuples(space: SearchSpace, n_cuts: int, limit: int = FULL_ENUMERATION) -> np.ndarray:
@@ -206,10 +160,16 @@ class _Pool:
 
 def guided_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                   settings: SearchSettings, facts: NetworkFacts, *, options: Sequence[str] | None = None,
-                  known: Sequence[Measurement] = (), progress: Callable[[str], None] | None = None) -> GuidedResult:
+                  known: Sequence[Measurement] = (), progress: Callable[[str], None] | None = None) -> StrategyResult:
     """Model-guided exploration of every option's cut tuples; ``known``: earlier measurements of the run (the
-    maximizer's) the model learns from too."""
+    maximizer's) the model learns from too. The answer is the best finalist; ``extra``: the best FPS per option
+    (``option_fps``), the (option, cuts) measured in order (``tuples``), the ``rounds`` and why it ``stopped``,
+    the ``finalists`` the fine-tuner starts from, the near-best ``contenders`` (search sample, re-run mean), the
+    relative ``noise`` assumed or estimated (and the ``noise_runs`` it was estimated from), ``reruns_used`` (repeat
+    indices 1.. this many ranked the finalists: the fine-tuner's re-runs start after them), the re-run budget's
+    ``rerun_account`` so far and the race batches it refused."""
     study = as_study(evaluator, STRATEGY)
+    mark = study.measured
     bounds = host_buffers(space, check_bounds(bounds), settings)
     roles = space.stage_roles
     if not roles:
@@ -312,10 +272,20 @@ def guided_search(space: SearchSpace, evaluator: Measurer | Study, base: Configu
                                        [earlier] if earlier is not None else [], rerun_budget)
     if not finalists:
         raise DseError("the guided exploration measured no configuration that runs")
-    return GuidedResult(finalists[0].config, finalists[0],
-                        {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, tuples, rounds, stopped,
-                        {o: len(p.cuts) for o, p in pools.items()}, [m.config for m in finalists], contenders,
-                        noise, noise_runs, rerun_budget.account(), rerun_budget.refused)
+    selected = finalists[0].config.option
+    return StrategyResult(finalists[0].config, finalists[0], study.asked_since(mark), {
+        "strategy": STRATEGY, "option": selected, "selected": selected,
+        "option_fps": {o: max(p.measured.values(), default=0.0) for o, p in pools.items()}, "refined": {},
+        "tuples": tuples, "unique_tuples": len(set(tuples)), "candidates": {o: len(p.cuts) for o, p in pools.items()},
+        "rounds": rounds, "stopped": stopped, "finalists": [m.config for m in finalists], "contenders": contenders,
+        "noise": round(noise, 5), "noise_runs": [round(x, 3) for x in noise_runs],
+        "reruns_used": reruns_used(contenders),
+        "rerun_account": rerun_budget.account(), "batches_refused": rerun_budget.refused})
+
+
+def reruns_used(contenders: Sequence[dict]) -> int:
+    """Repeat indices 1.. this many ranked the finalists: the fine-tuner's re-runs start after them."""
+    return max((len(c["reruns"]) for c in contenders), default=0)
 
 
 NOISE_RUNS = 8                   # fresh re-runs that estimate the noise (guided_noise=auto): +-27 % of it
@@ -533,12 +503,12 @@ def _finalists(study: Study, pools, noise: float, repeats: int, earlier: Sequenc
         return _option_first([i for i in order if means[i] >= means[order[0]] * (1 - 2 * noise)],
                              options.__getitem__)[:FINALISTS]
 
-    raced = race(study, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose,
+    runs, raced = race(study, [c for _, c in near], PHASE, repeats, noise, resolution=CONTENDER_RESOLUTION, pick=choose,
                  budget=budget)
-    means = [float(mean) if r else fps for r, mean, (fps, _) in zip(raced.runs, raced.means, near)]
+    means = [float(mean) if r else fps for r, mean, (fps, _) in zip(runs, raced, near)]
     contenders = [{"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash,
                    "search_fps": round(fps, 3), "reruns": [round(x, 3) for x in r], "mean": round(mean, 3)}
-                  for (fps, config), r, mean in zip(near, raced.runs, means)]
+                  for (fps, config), r, mean in zip(near, runs, means)]
     order = sorted(range(len(near)), key=lambda i: -means[i])
     return [study.measure(near[i][1], PHASE) for i in choose(means)], [contenders[i] for i in order]
 

@@ -10,32 +10,15 @@ raised from the smallest allowed value (the largest other parameter) until FPS s
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 
 from dse.core.configuration import Configuration
-from dse.core.measurement import Measurement
 from dse.search.params import make_config
-from dse.search.study import Measurer, Study, StudyView, TracePoint, as_study, score
+from dse.search.result import StrategyResult
+from dse.search.study import Measurer, Study, StudyView, as_study, score
 from dse.search.settings import SearchSettings
 
 PHASE = "maximize"
 RAISED = ("pre", "post", "streams")
-
-
-@dataclass
-class MaximizeResult:
-    bounds: dict[str, int]
-    best: Measurement
-    points: int
-    trajectory: list[TracePoint] = field(default_factory=list)
-
-    @property
-    def config(self) -> Configuration:
-        return self.best.config
-
-    def to_dict(self) -> dict:
-        return {"bounds": dict(self.bounds), "fps": score(self.best), "config": self.best.config.to_dict(),
-                "points": self.points, "trajectory": [tp._asdict() for tp in self.trajectory]}
 
 
 def _config(base: Configuration, p: dict[str, int], option: str) -> Configuration:
@@ -49,8 +32,9 @@ def _groups(params: dict[str, int], caps: dict[str, int]) -> list[tuple[str, ...
 
 
 def maximize(evaluator: Measurer | Study, base: Configuration, settings: SearchSettings,
-             option: str = "E") -> MaximizeResult:
-    """``option``: the single-stage main-PE option (``SearchSpace.main_only_option()``; E on Xavier)."""
+             option: str = "E") -> StrategyResult:
+    """``option``: the single-stage main-PE option (``SearchSpace.main_only_option()``; E on Xavier). The answer's
+    ``extra``: ``bounds`` (the parameters' upper bounds), ``points`` (configurations looked at), ``trajectory``."""
     tracker = StudyView(as_study(evaluator), PHASE, settings.max_tuples)
     caps = {"pre": settings.max_pre, "post": settings.max_post, "streams": settings.max_streams,
             "buffers": settings.max_buffers}
@@ -94,4 +78,5 @@ def maximize(evaluator: Measurer | Study, base: Configuration, settings: SearchS
         else:
             break
     final = tracker.measure(_config(base, params, option), "maximize")
-    return MaximizeResult(bounds=dict(params), best=final, points=len(tracker.seen), trajectory=tracker.trajectory)
+    return StrategyResult(final.config, final, tracker.asked,
+                          {"bounds": dict(params), "points": len(tracker.seen), "trajectory": tracker.trajectory})

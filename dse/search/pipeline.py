@@ -15,41 +15,42 @@ A phase with no successful measurement to build on fails, naming why, instead of
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
 from dse.search.baselines import base_g_config
 from dse.search.board_time import RerunBudget
 from dse.search.board_model import CPU_BUSY
-from dse.search.explorer import OptionResult, explore_option
+from dse.search.explorer import explore_option
 from dse.core.measurement import Measurement
 from dse.search.finetune import PHASE as FINETUNE
-from dse.search.finetune import FinetuneResult, fewest_resources, finetune
+from dse.search.finetune import fewest_resources, finetune, tuned
 from dse.search.guided import STRATEGY as GUIDED
-from dse.search.guided import GuidedResult, guided_search
-from dse.search.maximizer import MaximizeResult, maximize
-from dse.search.study import Measurer, Study, as_study, score
+from dse.search.guided import guided_search
+from dse.search.maximizer import maximize
 from dse.search.race import TIE, race
+from dse.search.result import StrategyResult
+from dse.search.study import Measurer, Study, as_study, score
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace
 
 
 def maximize_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration,
-                   settings: SearchSettings) -> MaximizeResult:
+                   settings: SearchSettings) -> StrategyResult:
     """Base(G) (the whole network on the main PE, one context, no overlap: the baseline every gain is
     measured against), then the maximizer's parameter bounds on the main-PE-only option."""
     study = as_study(evaluator, settings.strategy)
     study.measure(base_g_config(base, space), "baseline", strategy="Base(G)")
     result = maximize(study, base, settings, space.main_only_option())
-    if not result.best.ok:
+    if not result.measurement.ok:
         raise DseError(f"the maximizer measured nothing on option {space.main_only_option()} (the whole network on "
-                       f"{space.main_pe}): {result.best.status}: {result.best.reason}")
+                       f"{space.main_pe}): {result.measurement.status}: {result.measurement.reason}")
     return result
 
 
 def explore_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
-                  settings: SearchSettings, option: str, initial: Sequence[int] | None = None) -> OptionResult:
+                  settings: SearchSettings, option: str, initial: Sequence[int] | None = None) -> StrategyResult:
     """Global-only exploration of one mapping option (the phase that picks the option); ``initial`` reuses the
     cuts of an earlier run (then K = 1)."""
     space.stages(option)  # an unknown option fails here, naming the valid ones
@@ -89,29 +90,16 @@ def select_phase(space: SearchSpace, option_fps: Mapping[str, float], settings: 
     return Selection(first, [first, *rest], fps)
 
 
-@dataclass
-class Refined:
-    """The full searches of the shortlist and the option whose best configuration won."""
-
-    selected: str
-    results: dict[str, OptionResult]
-
-    @property
-    def best(self) -> OptionResult:
-        return self.results[self.selected]
-
-    def to_dict(self) -> dict:
-        return {**self.best.to_dict(), "selected": self.selected,
-                "refined": {o: r.fps for o, r in self.results.items()}}
-
-
 def search_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                  settings: SearchSettings, shortlist: Sequence[str],
                  initial: Mapping[str, Sequence[int]] | None = None,
-                 progress: Callable[[str], None] | None = None) -> Refined:
+                 progress: Callable[[str], None] | None = None) -> StrategyResult:
     """Full exploration (global + local) of each shortlisted option; a single-stage option has no cuts, so its
-    global result (already measured) is all there is. The best of them wins (same tie-break as the selection)."""
+    global result (already measured) is all there is. The best of them wins (same tie-break as the selection):
+    its result, with the ``selected`` option, each full search's FPS (``refined``) and cut tuples
+    (``tuples_by_option``)."""
     study, initial = as_study(evaluator), dict(initial or {})
+    mark = study.measured
     results = {}
     for option in shortlist:
         if progress:
@@ -119,15 +107,18 @@ def search_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configur
         mode = "full" if space.n_cuts(option) else "global"
         results[option] = explore_option(space, study, option, bounds, settings, mode, initial.get(option), base=base)
     selected = select_option({o: r.fps for o, r in results.items()}, space)
-    if results[selected].fps <= 0:
+    best = results[selected]
+    if best.fps <= 0:
         raise DseError(f"the full search of {', '.join(shortlist)} found no configuration that runs: "
-                       f"{results[selected].best.status}: {results[selected].best.reason}")
-    return Refined(selected, results)
+                       f"{best.measurement.status}: {best.measurement.reason}")
+    return replace(best.with_extra(selected=selected, refined={o: r.fps for o, r in results.items()},
+                                   tuples_by_option={o: r.extra["tuples"] for o, r in results.items()}),
+                   asked=study.asked_since(mark))
 
 
 def finetune_phase(space: SearchSpace, evaluator: Measurer | Study, start: Configuration | Sequence[Configuration],
                    settings: SearchSettings, noise: float = 0.0, reruns_used: int = 0,
-                   account: Mapping | None = None) -> FinetuneResult:
+                   account: Mapping | None = None) -> StrategyResult:
     """The three-step fine-tuner on the search's best configuration, or on each of several finalists (``points``
     counts every finalist's). The thesis' search takes the tuned configuration as measured. The guided one
     (with ``guided_repeats``) keeps a raise of the fine-tuner only where it gains more than the noise (``noise``,
@@ -139,12 +130,14 @@ def finetune_phase(space: SearchSpace, evaluator: Measurer | Study, start: Confi
     one stream per stage (not where the PEs are the host's cores) and with one pre-processing thread fewer where it
     ran the CPU fully busy (``reruns_used``: the repeat indices the search's ranking of the starts took; these
     re-runs come after them); its races stay within the re-run budget (``account``: the search's so far,
-    ``GuidedResult.rerun_account``). Otherwise the best tuned one wins, the first on a tie."""
+    the guided search's ``rerun_account``). Otherwise the best tuned one wins, the first on a tie. The answer is
+    ``finetune``'s (``tuned``), asking what every start's tuning asked."""
     study = as_study(evaluator, settings.strategy)
+    mark = study.measured
     starts = [start] if isinstance(start, Configuration) else list(start)
     if settings.strategy == GUIDED and settings.guided_repeats:
         budget = RerunBudget(space, study, settings.guided_rerun_share, carried=account, built=starts)
-        results: list[FinetuneResult] = []
+        results: list[StrategyResult] = []
         for s in starts:
             donor = next((r for r in results if r.config.option == s.option), None)
             results.append(_transfer(study, s, donor) if donor
@@ -152,23 +145,23 @@ def finetune_phase(space: SearchSpace, evaluator: Measurer | Study, start: Confi
         repeats = settings.guided_repeats
         best = _confirm(study, starts, results, repeats, noise, reruns_used, budget=budget)
         best, lowered = _lowered(space, study, best, settings, repeats, noise, budget)
-        confirmed = len(best.confirmed)
+        confirmed = len(best.extra["confirmed"])
         best = _more_buffers(study, best, repeats, noise, settings.max_buffers, budget=budget,
                              shared_cores=space.shared_cores)
         best = _one_stream_each(study, best, repeats, noise, space.shared_cores, budget=budget)
         best = _one_thread_fewer(study, best, repeats, noise, budget=budget)
-        tried = len(best.confirmed) - confirmed     # variants raced after the confirmation
-        best = replace(best, batches_refused=budget.refused, board_s=budget.spent())
+        tried = len(best.extra["confirmed"]) - confirmed     # variants raced after the confirmation
+        best = best.with_extra(batches_refused=budget.refused, board_s=[round(x, 3) for x in budget.spent()])
         points = lowered + tried
     else:
         results = [finetune(space, study, s, settings) for s in starts]
         best, points = max(results, key=lambda r: (r.fps, -results.index(r))), 0
-    best.points = sum(r.points for r in results) + points
-    return best
+    return replace(best.with_extra(points=sum(r.extra["points"] for r in results) + points),
+                   asked=study.asked_since(mark))
 
 
-def _lowered(space: SearchSpace, study: Study, best: FinetuneResult, settings: SearchSettings, repeats: int,
-             noise: float, budget: RerunBudget) -> tuple[FinetuneResult, int]:
+def _lowered(space: SearchSpace, study: Study, best: StrategyResult, settings: SearchSettings, repeats: int,
+             noise: float, budget: RerunBudget) -> tuple[StrategyResult, int]:
     """``_confirm``'s answer, where it is a raised configuration, with the fewest resources that keep its FPS
     (steps 2 and 3 within ``degradation`` of its sample, as the thesis' fine-tuner), raced against it (``_variant``,
     fewer resources: kept where its mean is as high; step 2 takes a lowering on one sample, which at the host's
@@ -176,29 +169,29 @@ def _lowered(space: SearchSpace, study: Study, best: FinetuneResult, settings: S
     won over its raises keeps its parameters: lowering every answer (from its re-runs' mean) measured 2-6 % more
     than lowering every finalist on the Xavier benches (Yolov4 INT8 at 1 %: 67, 2.58 board hours, past a quarter
     of Table 3.4's), where this measures 11-16 % fewer (58, 2.43 h; `python -m bench.guided_replay`)."""
-    if not best.confirmed[0]["tuned"]:
+    if not best.extra["confirmed"][0]["tuned"]:
         return best, 0
     lowered = fewest_resources(space, study, best.config, best.fps, settings, margin=noise)
-    n = len(best.trajectory)
-    best = replace(best, trajectory=best.trajectory + [tp._replace(step=n + i) for i, tp in
-                                                       enumerate(lowered.trajectory[1:])])
+    trajectory = best.extra["trajectory"]
+    best = best.with_extra(trajectory=trajectory + [tp._replace(step=len(trajectory) + i) for i, tp in
+                                                    enumerate(lowered.extra["trajectory"][1:])])
     if lowered.config.hash != best.config.hash:
         best = _variant(study, best, lowered.config, repeats, noise, budget, fewer=True)
-    return best, lowered.points
+    return best, lowered.extra["points"]
 
 
-def _transfer(study: Study, start: Configuration, donor: FinetuneResult) -> FinetuneResult:
+def _transfer(study: Study, start: Configuration, donor: StrategyResult) -> StrategyResult:
     """``start`` with the parameters the fine-tuner found for a near-equal tuple of the same option: one
     measurement instead of a whole fine-tuning (the re-runs of ``_confirm`` judge it like a tuned one)."""
     d = donor.config
     config = start.with_(streams=d.streams, buffers=d.buffers, pre_threads=d.pre_threads, post_threads=d.post_threads)
     m = study.measure(config, FINETUNE)
     start_fps = score(study.measure(start, FINETUNE))
-    return FinetuneResult(config, m, start_fps, start_fps, points=int(config.hash != start.hash))
+    return tuned(config, m, [], start_fps, start_fps, points=int(config.hash != start.hash))
 
 
-def _more_buffers(study: Study, best: FinetuneResult, repeats: int, noise: float, cap: int,
-                  budget: RerunBudget | None = None, shared_cores: int = 0) -> FinetuneResult:
+def _more_buffers(study: Study, best: StrategyResult, repeats: int, noise: float, cap: int,
+                  budget: RerunBudget | None = None, shared_cores: int = 0) -> StrategyResult:
     """``_confirm``'s answer, or the same with every buffer the settings allow (``cap``) where that does better on
     fresh re-runs (``_variant``): the fine-tuner raises buffers one at a time and stops at the first raise
     that measures no better, and where their gain is spread thinly over many buffers no single raise shows it
@@ -219,8 +212,8 @@ def _more_buffers(study: Study, best: FinetuneResult, repeats: int, noise: float
     return _variant(study, best, c.with_(buffers=cap), repeats, noise, budget, fewer=False)
 
 
-def _one_stream_each(study: Study, best: FinetuneResult, repeats: int, noise: float, shared_cores: int = 0,
-                     budget: RerunBudget | None = None) -> FinetuneResult:
+def _one_stream_each(study: Study, best: StrategyResult, repeats: int, noise: float, shared_cores: int = 0,
+                     budget: RerunBudget | None = None) -> StrategyResult:
     """The answer, or the same with one stream per stage where that answer ran the CPU fully busy and one stream
     does at least as well on fresh re-runs (``_variant``): the host bounds such an answer, and streams that let the
     accelerators take more frames at once only add to what the busy cores contend for. Not where the PEs are the
@@ -235,8 +228,8 @@ def _one_stream_each(study: Study, best: FinetuneResult, repeats: int, noise: fl
     return _variant(study, best, c.with_(streams=(1,) * len(c.streams)), repeats, noise, budget, fewer=True)
 
 
-def _one_thread_fewer(study: Study, best: FinetuneResult, repeats: int, noise: float,
-                      budget: RerunBudget | None = None) -> FinetuneResult:
+def _one_thread_fewer(study: Study, best: StrategyResult, repeats: int, noise: float,
+                      budget: RerunBudget | None = None) -> StrategyResult:
     """The answer, or the same with one pre-processing thread fewer where that answer ran the CPU fully busy and
     the fewer threads do at least as well on fresh re-runs (``_variant``): with every core busy the threads only
     contend, and the fine-tuner lowers threads last, after the streams, where a lost stream already hides the
@@ -259,8 +252,8 @@ def _host_bound(m: Measurement, shared_cores: int) -> bool:
     return not shared_cores and _cpu_bound(m)
 
 
-def _variant(study: Study, best: FinetuneResult, variant: Configuration, repeats: int, noise: float,
-             budget: RerunBudget | None, fewer: bool) -> FinetuneResult:
+def _variant(study: Study, best: StrategyResult, variant: Configuration, repeats: int, noise: float,
+             budget: RerunBudget | None, fewer: bool) -> StrategyResult:
     """``best`` or ``variant`` of it: the variant is raced against the answer (``dse.search.race``) on re-runs fresh
     for both, and answered where its mean is higher than the answer's, or as high where it uses ``fewer``
     resources. Not the answer's earlier re-runs: it won the pick on them, so they favour it; nor a margin on the
@@ -268,56 +261,57 @@ def _variant(study: Study, best: FinetuneResult, variant: Configuration, repeats
     The variant gets no search sample of its own (a board run the race does not use): its first race run is its
     measurement where it wins. Either way the variant's record joins ``confirmed`` and the answer's record takes
     its new re-runs, the answer's first."""
-    head, rest = best.confirmed[0], best.confirmed[1:]
+    head, rest = best.extra["confirmed"][0], best.extra["confirmed"][1:]
     first = head["first_rerun"] + len(head["reruns"])
-    raced = race(study, [best.config, variant], FINETUNE, repeats, noise, first=first, budget=budget)
-    answer_runs, runs = raced.runs
+    (answer_runs, runs), means = race(study, [best.config, variant], FINETUNE, repeats, noise, first=first,
+                                      budget=budget)
     head = _confirmed_entry(best.config, head["tuned"], head["reruns"] + answer_runs, head["first_rerun"])
     entry = _confirmed_entry(variant, True, runs, first)
-    gain = raced.means[1] / raced.means[0] - 1
+    gain = means[1] / means[0] - 1
     if gain > TIE or (fewer and gain >= -TIE):
         measured = study.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
-        best = replace(best, config=variant, measurement=measured, confirmed=[entry, head, *rest])
+        best = replace(best.with_extra(confirmed=[entry, head, *rest]), config=variant, measurement=measured)
     else:
-        best = replace(best, confirmed=[head, *rest, entry])
-    return replace(best, confirmed=best.confirmed[:1] + sorted(best.confirmed[1:], key=lambda e: -e["mean"]))
+        best = best.with_extra(confirmed=[head, *rest, entry])
+    confirmed = best.extra["confirmed"]
+    return best.with_extra(confirmed=confirmed[:1] + sorted(confirmed[1:], key=lambda e: -e["mean"]))
 
 
 def _confirmed_entry(config: Configuration, tuned: bool, reruns: Sequence[float], first: int) -> dict:
-    """One configuration's record in ``FinetuneResult.confirmed``: its fresh re-runs (repeat indices from
+    """One configuration's record in the fine-tuner's ``confirmed``: its fresh re-runs (repeat indices from
     ``first`` on) and their mean."""
     return {"option": config.option, "cuts": list(config.cuts), "config_hash": config.hash, "tuned": tuned,
             "mean": round(sum(reruns) / len(reruns), 3), "reruns": [round(x, 3) for x in reruns],
             "first_rerun": first}
 
 
-def _confirm(study: Study, starts: Sequence[Configuration], results: Sequence[FinetuneResult],
-             repeats: int, noise: float, reruns_used: int = 0, budget: RerunBudget | None = None) -> FinetuneResult:
+def _confirm(study: Study, starts: Sequence[Configuration], results: Sequence[StrategyResult],
+             repeats: int, noise: float, reruns_used: int = 0, budget: RerunBudget | None = None) -> StrategyResult:
     """The start or tuned configuration (``results``) with the best mean FPS over fresh re-runs, raced
     (``dse.search.race``: ``repeats`` each, more where the ranking is in doubt given ``noise``), after the ones that
     ranked the starts (repeat indices 1 to ``reruns_used``, at least ``repeats``), which chose them and so favour
     them."""
     entries, seen = [], set()
     for i, (s, r) in enumerate(zip(starts, results)):
-        for config, tuned in ((r.config, r.config.hash != s.hash), (s, False)):
+        for config, raised in ((r.config, r.config.hash != s.hash), (s, False)):
             if config.hash not in seen:
                 seen.add(config.hash)
-                entries.append({"result": i, "config": config, "tuned": tuned})
+                entries.append({"result": i, "config": config, "tuned": raised})
     first = max(repeats, reruns_used) + 1
-    raced = race(study, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first, budget=budget)
-    for e, reruns, mean in zip(entries, raced.runs, raced.means):
+    runs, means = race(study, [e["config"] for e in entries], FINETUNE, repeats, noise, first=first, budget=budget)
+    for e, reruns, mean in zip(entries, runs, means):
         e.update(rank=mean, reruns=reruns)
     entries.sort(key=lambda e: -e["rank"])
     win = entries[0]
     r = results[win["result"]]
     confirmed = [_confirmed_entry(e["config"], e["tuned"], e["reruns"], first) for e in entries]
-    return replace(r, config=win["config"], measurement=study.measure(win["config"], FINETUNE),
-                   confirmed=confirmed)
+    return replace(r.with_extra(confirmed=confirmed), config=win["config"],
+                   measurement=study.measure(win["config"], FINETUNE))
 
 
 def guided_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, bounds: Mapping[str, int],
                  settings: SearchSettings, known: Sequence[Measurement] = (),
-                 progress: Callable[[str], None] | None = None) -> GuidedResult:
+                 progress: Callable[[str], None] | None = None) -> StrategyResult:
     """search.strategy=guided: the model-guided exploration of every option (``known``: the maximizer's
     measurements, which the model learns from too)."""
     if space.network_facts is None:
@@ -326,114 +320,49 @@ def guided_phase(space: SearchSpace, evaluator: Measurer | Study, base: Configur
                          options=settings.options or None, known=known, progress=progress)
 
 
-@dataclass
-class SearchResult:
-    maximize: MaximizeResult
-    options: dict[str, OptionResult]
-    selection: Selection
-    refined: Refined
-    finetune: FinetuneResult
-    measured: int                    # configurations newly asked for by this run
-    settings: SearchSettings | None = None
-
-    @property
-    def selected(self) -> str:
-        return self.refined.selected
-
-    @property
-    def unique_tuples(self) -> int:
-        """Cut tuples measured (global phase of all options + the full searches), each counted once (Table 3.4)."""
-        return unique_tuples([*self.options.values(), *self.refined.results.values()])
-
-    @property
-    def param_points(self) -> int:
-        """Parameter combinations tried by the fine-tuner (Table 3.7, 'Param.')."""
-        return self.finetune.points
-
-    def to_dict(self) -> dict:
-        return {
-            "selected": self.selected, "fps": self.finetune.fps,
-            "settings": self.settings.to_dict() if self.settings else None, "best": self.finetune.config.to_dict(),
-            "unique_tuples": self.unique_tuples, "param_points": self.param_points, "measured": self.measured,
-            "option_fps": {o: r.fps for o, r in self.options.items()},
-            "maximize": self.maximize.to_dict(),
-            "options": {o: r.to_dict() for o, r in self.options.items()},
-            "selection": self.selection.to_dict(), "search": self.refined.to_dict(),
-            "finetune": self.finetune.to_dict(),
-        }
-
-
-def unique_tuples(results: Iterable[OptionResult | Mapping]) -> int:
-    """Distinct (option, cuts) pairs over explorations, given as results or their ``to_dict()``."""
-    seen = set()
-    for r in results:
-        option, tuples = (r.option, r.tuples) if isinstance(r, OptionResult) else (r["option"], r["tuples"])
-        seen.update((option, tuple(t)) for t in tuples)
-    return len(seen)
-
-
-@dataclass
-class GuidedRun:
-    """maximize -> guided exploration -> fine-tuning, in one process (search.strategy=guided)."""
-
-    maximize: MaximizeResult
-    guided: GuidedResult
-    finetune: FinetuneResult
-    measured: int
-    settings: SearchSettings | None = None
-
-    @property
-    def selected(self) -> str:
-        return self.guided.selected
-
-    @property
-    def unique_tuples(self) -> int:
-        return self.guided.unique_tuples
-
-    @property
-    def param_points(self) -> int:
-        return self.finetune.points
-
-    def to_dict(self) -> dict:
-        return {"strategy": GUIDED, "selected": self.selected, "fps": self.finetune.fps,
-                "settings": self.settings.to_dict() if self.settings else None,
-                "best": self.finetune.config.to_dict(), "unique_tuples": self.unique_tuples,
-                "param_points": self.param_points, "measured": self.measured,
-                "option_fps": dict(self.guided.option_fps), "maximize": self.maximize.to_dict(),
-                "guided": self.guided.to_dict(), "finetune": self.finetune.to_dict()}
-
-
 def run_search(space: SearchSpace, evaluator: Measurer | Study, base: Configuration, settings: SearchSettings,
                *, options: Sequence[str] | None = None, initial: Mapping[str, Sequence[int]] | None = None,
-               progress: Callable[[str], None] | None = None) -> SearchResult | GuidedRun:
+               progress: Callable[[str], None] | None = None) -> StrategyResult:
     """Every phase of ``settings.strategy`` in one process, sharing one memo; ``initial`` (option -> cuts)
-    re-explores from reused tuples with K = 1 (the thesis' search only)."""
+    re-explores from reused tuples with K = 1 (the thesis' search only). The answer is the fine-tuner's; ``extra``
+    holds each phase's result (``maximize``, ``guided`` or ``options`` + ``selection`` + ``search``,
+    ``finetune``), the ``selected`` option, the best FPS per option, the distinct cut tuples measured
+    (``unique_tuples``, Table 3.4), the fine-tuner's parameter points (``param_points``, Table 3.7's 'Param.') and
+    the configurations newly asked for (``measured``)."""
     study, initial = as_study(evaluator, settings.strategy), dict(initial or {})
     before = study.measured
-    if settings.strategy == GUIDED:
-        if progress:
-            progress(f"maximizing parameters on option {space.main_only_option()}")
-        mx = maximize_phase(space, study, base, settings)
-        known = list(study.memo.values())
-        if options:
-            settings = settings.with_(options=tuple(options))
-        found = guided_phase(space, study, base, mx.bounds, settings, known, progress)
-        if progress:
-            progress("fine-tuning")
-        tuned = finetune_phase(space, study, found.finalists, settings, found.noise, found.reruns_used,
-                               found.rerun_account)
-        return GuidedRun(mx, found, tuned, measured=study.measured - before, settings=settings)
     if progress:
         progress(f"maximizing parameters on option {space.main_only_option()}")
     mx = maximize_phase(space, study, base, settings)
-    results = {}
-    for option in options or settings.options or space.options:
+    bounds = mx.extra["bounds"]
+    if settings.strategy == GUIDED:
+        known = list(study.memo.values())
+        if options:
+            settings = settings.with_(options=tuple(options))
+        found = guided_phase(space, study, base, bounds, settings, known, progress)
         if progress:
-            progress(f"global search, option {option}")
-        results[option] = explore_phase(space, study, base, mx.bounds, settings, option, initial.get(option))
-    selection = select_phase(space, {o: r.fps for o, r in results.items()}, settings)
-    refined = search_phase(space, study, base, mx.bounds, settings, selection.shortlist, initial, progress)
-    if progress:
-        progress("fine-tuning")
-    tuned = finetune_phase(space, study, refined.best.best_config, settings)
-    return SearchResult(mx, results, selection, refined, tuned, measured=study.measured - before, settings=settings)
+            progress("fine-tuning")
+        answer = finetune_phase(space, study, found.extra["finalists"], settings, found.extra["noise"],
+                                found.extra["reruns_used"], found.extra["rerun_account"])
+        phases = {"strategy": GUIDED, "selected": found.extra["selected"],
+                  "unique_tuples": found.extra["unique_tuples"], "option_fps": found.extra["option_fps"],
+                  "maximize": mx, "guided": found}
+    else:
+        results = {}
+        for option in options or settings.options or space.options:
+            if progress:
+                progress(f"global search, option {option}")
+            results[option] = explore_phase(space, study, base, bounds, settings, option, initial.get(option))
+        selection = select_phase(space, {o: r.fps for o, r in results.items()}, settings)
+        refined = search_phase(space, study, base, bounds, settings, selection.shortlist, initial, progress)
+        if progress:
+            progress("fine-tuning")
+        answer = finetune_phase(space, study, refined.config, settings)
+        tuples = [(r.extra["option"], tuple(t)) for r in results.values() for t in r.extra["tuples"]]
+        tuples += [(o, tuple(t)) for o, ts in refined.extra["tuples_by_option"].items() for t in ts]
+        phases = {"strategy": settings.strategy, "selected": refined.extra["selected"],
+                  "unique_tuples": len(set(tuples)), "option_fps": {o: r.fps for o, r in results.items()},
+                  "maximize": mx, "options": results, "selection": selection, "search": refined}
+    return StrategyResult(answer.config, answer.measurement, study.asked_since(before), {
+        **phases, "settings": settings, "param_points": answer.extra["points"], "measured": study.measured - before,
+        "finetune": answer}, reruns=study.reruns)

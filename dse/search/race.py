@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Collection, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -42,12 +41,6 @@ RACE_RESOLUTION = 0.02    # ... and the race stops once RACE_Z standard errors a
 RACE_ROUNDS = 4           # at most this many batches of re-runs per configuration
 PAIRED_CONFIDENCE = 0.9   # the within-round noise taken: this upper confidence bound of its estimate
 TIE = 1e-9                # means this close (relative) are equal: the fit's rounding, not the board
-
-
-class RaceResult(NamedTuple):
-    runs: list[list[float]]     # each configuration's re-run FPS, in repeat order
-    means: list[float]          # what to rank on: the within-round comparison's means at the race's average
-                                # round (nan: never run)
 
 
 class _Runs:
@@ -83,8 +76,9 @@ class _Runs:
 def race(study: Study, configs: Sequence[Configuration], phase: str, repeats: int, noise: float,
          first: int = 1, resolution: float = RACE_RESOLUTION,
          pick: Callable[[list[float]], Collection[int]] | None = None,
-         budget: RerunBudget | None = None) -> RaceResult:
-    """Each configuration's re-run FPS (consecutive repeat indices from ``first``, ``repeats`` per batch, run
+         budget: RerunBudget | None = None) -> tuple[list[list[float]], list[float]]:
+    """(each configuration's re-run FPS in repeat order, the means to rank on: the within-round comparison's means
+    at the race's average round, nan where never run). The re-runs: consecutive repeat indices from ``first``, ``repeats`` per batch, run
     round-robin, at most ``RACE_ROUNDS`` batches) and the means to rank them on. ``noise``: the relative noise of
     one run; ``resolution``: the relative difference the race must resolve before it stops; ``pick``: what the means
     decide (the indices it takes from them; by default the leader). Two configurations whose means lie within
@@ -94,7 +88,7 @@ def race(study: Study, configs: Sequence[Configuration], phase: str, repeats: in
     _batch(study, configs, so_far, range(len(configs)), phase, repeats, first)
     fit = so_far.fit()
     if repeats < 1 or noise <= 0:
-        return RaceResult(so_far.runs, list(np.exp(fit[0])))
+        return so_far.runs, list(np.exp(fit[0]))
     pick = pick or (lambda means: {max(range(len(means)), key=means.__getitem__)})
     for _ in range(1, RACE_ROUNDS):
         log_means, inverse, var, df = fit
@@ -111,7 +105,7 @@ def race(study: Study, configs: Sequence[Configuration], phase: str, repeats: in
             break
         _batch(study, configs, so_far, sorted(doubt), phase, repeats, first)
         fit = so_far.fit()
-    return RaceResult(so_far.runs, list(np.exp(fit[0])))
+    return so_far.runs, list(np.exp(fit[0]))
 
 
 def paired_noise(var: float, df: int, confidence: float = PAIRED_CONFIDENCE) -> float:

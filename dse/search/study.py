@@ -141,11 +141,13 @@ class StudyView:
         self.seen: set[str] = set()
         self.tuples: set[tuple[int, ...]] = set()
         self.trajectory: list[TracePoint] = []
+        self.asked: list[tuple[str, Measurement]] = []   # (phase, measurement) of each configuration it first asked
 
     def measure(self, config: Configuration, kind: str) -> Measurement:
         m = self.study.measure(config, self.phase)
         if config.hash not in self.seen:
             self.seen.add(config.hash)
+            self.asked.append((self.phase, m))
             self.tuples.add(config.cuts)
             self.trajectory.append(TracePoint(len(self.trajectory), score(m), config.cuts, kind, config.streams))
         return m

@@ -178,7 +178,7 @@ def _profiled(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     start = Configuration.from_dict(e["start"])
     extra["estimates"] = [_estimate_row("Profiled", start, study.measure(start, "start"), profile, ratio, space)]
     if _own_best(cmp) is not None:
-        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["best_config"])
+        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["config"])
         own = cmp.own_method
         pm = cmp.study(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
         extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
@@ -199,7 +199,7 @@ def _finetune_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_finetune import finetune_ga
 
     study = cmp.study(method)
-    found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["best_config"])
+    found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["config"])
     study.measure(found, "start")   # the run's answer (already measured by its own search)
     r = finetune_ga(cmp.space, study, found, cmp.ctx.settings, cmp.settings.finetune_ga)
     return _answer(r.measurement, study.asked,
@@ -259,8 +259,8 @@ def _run_strategy(cmp: Comparison, method: str, results: dict) -> StrategyResult
     from dse.search import run_search
 
     r = run_search(cmp.space, study, cmp.base, ctx.settings.with_(strategy=RUN_STRATEGIES[method]), options=cmp.options)
-    return _answer(r.finetune.measurement, study.asked, reruns=study.reruns,
-                   extra={"mapping_points": r.unique_tuples, "param_points": r.param_points})
+    return _answer(r.measurement, study.asked, reruns=study.reruns,
+                   extra={"mapping_points": r.extra["unique_tuples"], "param_points": r.extra["param_points"]})
 
 
 class _Skip(Exception):

@@ -60,7 +60,8 @@ def reused_initial(reuse_from: str | None, options, analysis) -> dict[str, tuple
     for option in options if reuse_from else ():
         path = Path(reuse_from) / "options" / f"{option}.json"
         if path.exists():
-            cuts = tuple(json.loads(path.read_text())["best_config"]["cuts"])
+            found = json.loads(path.read_text())
+            cuts = tuple((found.get("config") or found["best_config"])["cuts"])   # best_config: an older run's
             if cuts and analysis.check_cuts(list(cuts)) is None:
                 out[option] = cuts
     return out
@@ -297,7 +298,7 @@ def search(run: str | Path) -> dict:
                            progress=lambda msg: print(f"[search] {msg}", file=sys.stderr, flush=True))
     out = refined.to_dict()
     write_json_atomic(ctx.run / "search.json", out)
-    _done(ctx, "search", f"search {refined.selected}", ev, out["fps"])
+    _done(ctx, "search", f"search {out['selected']}", ev, out["fps"])
     return out
 
 
@@ -314,7 +315,7 @@ def guided(ctx: RunContext) -> dict:
                          progress=lambda msg: print(f"[guided] {msg}", file=sys.stderr, flush=True))
     out = found.to_dict()
     write_json_atomic(ctx.run / "search.json", out)
-    _done(ctx, "guided", f"guided ({found.unique_tuples} tuples, {found.stopped})", ev, out["fps"])
+    _done(ctx, "guided", f"guided ({out['unique_tuples']} tuples, {out['stopped']})", ev, out["fps"])
     return out
 
 
@@ -326,7 +327,7 @@ def finetune(run: str | Path) -> dict:
     ctx = RunContext(Path(run))
     found = _read(ctx.run, "search.json")
     ev = ctx.evaluator("finetune", "finetune")
-    starts = [Configuration.from_dict(c) for c in found.get("finalists") or [found["best_config"]]]
+    starts = [Configuration.from_dict(c) for c in found.get("finalists") or [found["config"]]]
     result = finetune_phase(ctx.space, ev, starts, ctx.settings, float(found.get("noise") or 0.0),
                             int(found.get("reruns_used") or 0), found.get("rerun_account"))
     m = result.measurement
@@ -336,7 +337,7 @@ def finetune(run: str | Path) -> dict:
         "energy_j_per_frame": m.energy_j_per_frame, "power_w": m.power_w,   # null where not measured
         "util": {k: float(v) for k, v in m.util.items()}, "stage_ms": [float(x) for x in m.stage_ms],
         "config_hash": result.config.hash, "config": result.config.to_dict(),
-        "search_fps": float(found["fps"]), "param_points": int(result.points), "seed": ctx.measure_settings.seed,
+        "search_fps": float(found["fps"]), "param_points": int(result.extra["points"]), "seed": ctx.measure_settings.seed,
     }
     write_text_atomic(ctx.run / "best.yaml", OmegaConf.to_yaml(OmegaConf.create(best)))
     _done(ctx, "finetune", "finetune", ev, best["fps"])
@@ -368,6 +369,6 @@ def clocks(run: str | Path) -> dict:
     energy_front(pd.DataFrame(out["points"]), out["chosen"], out["reference"], settings.min_fps,
                  ctx.run / "plots" / "energy_front.png")
     _done(ctx, PHASE, PHASE, ev, out["chosen"]["fps"] if out["chosen"] else 0.0)
-    if not result.feasible:
-        print(f"[clocks] infeasible: {result.reason}", file=sys.stderr, flush=True)
+    if not out["feasible"]:
+        print(f"[clocks] infeasible: {out['reason']}", file=sys.stderr, flush=True)
     return out

@@ -118,11 +118,11 @@ def test_workflow_and_run_search_are_one_method(finished):
     ev = Evaluator(backend)
     result = run_search(space, Study(ev), base, settings)
     best = yaml.safe_load((wd / RUN / "best.yaml").read_text())
-    assert best["config"] == result.finetune.config.to_dict() and best["fps"] == result.finetune.fps
+    assert best["config"] == result.config.to_dict() and best["fps"] == result.fps
     frame = pd.read_parquet(wd / RUN / "measurements.parquet")
     assert set(frame["config_hash"]) == {key for key, _ in ev.cache}
     selected = json.loads((wd / RUN / "selected.json").read_text())
-    assert selected == result.selection.to_dict()
+    assert selected == result.extra["selection"].to_dict()
 
 
 def test_a_dry_run_changes_nothing(finished, tmp_path):
@@ -355,7 +355,7 @@ def test_guided_strategy_end_to_end(finished):
                                                         "xavier-agx-sim", overrides)
     result = run_search(space, Study(Evaluator(backend)), base, settings)
     best = yaml.safe_load((run / "best.yaml").read_text())
-    assert best["config"] == result.finetune.config.to_dict() and searched["unique_tuples"] == result.unique_tuples
+    assert best["config"] == result.config.to_dict() and searched["unique_tuples"] == result.extra["unique_tuples"]
     frame = pd.read_parquet(run / "measurements.parquet")
     assert set(frame.loc[frame["phase"] == "guided", "strategy"]) <= {"guided"}
 

@@ -1,5 +1,5 @@
 """One query over the measurements of every target: the pareto target's board runs, the taskset target's variant
-times and the multi target's step-1 profiles and deployment runs are rows of the store's schema in
+times and the multi target's step-1 profiles, power-fit runs and deployment runs are rows of the store's schema in
 ``<run>/cache/``, as the pipeline's and the layermap target's are, so one DuckDB glob reads them all. The three
 targets share one working directory; taskset and multi run only their measuring jobs (``variants.yaml``; one
 network's step 1, one deployment)."""
@@ -46,7 +46,7 @@ def test_one_query_reads_every_target_in_the_store_schema(wd):
         assert (rows[column].fillna("").str.len() > 0).all(), column
     assert set(rows.groupby("backend").phase.agg(lambda p: tuple(sorted(set(p)))).items()) == {
         ("clocked-sim", ("remeasure",)), ("taskset-variants", ("variants",)), ("sim-profile", ("objectives", "wcet")),
-        ("sim-periodic", ("deploy",))}
+        ("sim-periodic", ("deploy", "powerfit"))}
 
 
 def test_pareto_rows(wd):
@@ -114,7 +114,7 @@ def test_multi_deploy_rows_are_the_deployment_runs(wd):
     rows = duckdb.sql(f"""
         SELECT benchmark AS scenario, fps, repeat, strategy, status, reason, latency_ms_p50, power_w,
                energy_j_per_frame, context
-        FROM {every(wd)} WHERE backend = 'sim-periodic'""").df()
+        FROM {every(wd)} WHERE backend = 'sim-periodic' AND phase = 'deploy'""").df()
     runs = pd.read_parquet(wd / MULTI / "deploy" / "X-PR.parquet")
     table = pd.read_parquet(wd / MULTI / "freqtable" / "X-PR.parquet")
     assert set(rows.strategy) == {"PR"} and rows.context.nunique() == 1
@@ -126,3 +126,15 @@ def test_multi_deploy_rows_are_the_deployment_runs(wd):
     assert np.allclose(got.latency_ms_p50, want.max_response_ms, rtol=1e-12)        # the largest response time
     assert np.allclose(got.power_w, want.board_w, rtol=1e-12)                       # the whole board's power
     assert np.allclose(got.energy_j_per_frame * got.index.get_level_values("fps"), want.board_w, rtol=1e-12)
+
+
+def test_multi_power_fit_rows_are_its_sweep_runs(wd):
+    """Every dynamic sweep point of the power fit is one run of a network alone at one clock level."""
+    import json
+
+    rows = duckdb.sql(f"""
+        SELECT status, strategy, repeat, config_hash FROM {every(wd)}
+        WHERE backend = 'sim-periodic' AND phase = 'powerfit'""").df()
+    fit = json.loads((wd / MULTI / "powerfit.json").read_text())
+    assert len(rows) == len(fit["dynamic"]) > 0 and rows.config_hash.is_unique
+    assert (rows.status == "ok").all() and set(rows.strategy) == {"powerfit"} and (rows.repeat == 0).all()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
+from dse.backends.sim.periodic import PeriodicApp, PeriodicStage
 from dse.systems.dataflow.comap import Problem, build_apps
 
 
@@ -33,16 +33,23 @@ def group_runs(problem: Problem, result: dict) -> tuple[list[PeriodicApp], dict,
     return runs, pl, wcrt
 
 
-def deploy_runs(platform, problem: Problem, result: dict, settings, *, seed: int = 0) -> pd.DataFrame:
-    """One row per run (synchronous, random phase): misses, jobs, worst response and its ratio to the WCRT."""
+def deploy_runs(evaluator, problem: Problem, result: dict, settings, *, seed: int = 0) -> pd.DataFrame:
+    """One row per run (synchronous, random phase): misses, jobs, worst response and its ratio to the WCRT. Both
+    runs are one deployment (``dse.systems.multi.backend.deployment_config``, repeats 0 and 1) measured through
+    ``evaluator`` (over a ``DeploymentBackend``), rows of its store."""
+    from dse.systems.multi.backend import deployment_config
+
     if not result["feasible"]:
         return pd.DataFrame()
     apps, pl, wcrt = group_runs(problem, result)
     seconds = float(settings.deploy.get("seconds", 2.0))
+    board = evaluator.backend
+    config = deployment_config(board.platform, "+".join(a.name for a in apps), apps, pl, {}, float(result["fps"]),
+                               seconds * 1e6, seed * 1000, True, controller_core=settings.controller_core)
+    evaluator.evaluate_many([(config, 0), (config, 1)], phase="deploy", strategy=result["method"])
     rows = []
     for rep, phase in enumerate((False, True)):
-        res = simulate_periodic(apps, pl, platform=platform, duration_us=seconds * 1e6, seed=seed * 1000 + rep,
-                                controller_core=settings.controller_core, random_phase=phase)
+        res = board.take_result(config, rep)
         worst = res.max_response_us
         rows.append({"case": result["case"], "method": result["method"], "fps": float(result["fps"]),
                      "ga_seed": int(result["ga_seed"]), "repeat": rep, "random_phase": phase,

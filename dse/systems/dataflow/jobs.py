@@ -90,14 +90,19 @@ def comap(ddir: str, fps: float, method: str, seed: int) -> dict:
 
 def deploy(ddir: str, fps: float, method: str, seed: int) -> pd.DataFrame:
     """The chosen co-mapping run in the periodic simulation (synchronous release, then a random phase)."""
-    from dse.systems.dataflow.deploy import deploy_runs
-    from dse.systems.multi.networks import case_platform
+    from dse.backends.base import MeasureSettings
+    from dse.evaluate import Evaluator
     from dse.platform import load_platform
+    from dse.systems.dataflow.deploy import deploy_runs
+    from dse.systems.multi.backend import DeploymentBackend
+    from dse.systems.multi.networks import case_platform
 
     settings, platform, case_seed, problem = load_problem(ddir)
     name = job_name(fps, method, seed)
     result = json.loads((Path(ddir) / "comap" / f"{name}.json").read_text())
-    df = deploy_runs(load_platform(case_platform(platform, settings)), problem, result, settings, seed=case_seed)
+    board = DeploymentBackend(load_platform(case_platform(platform, settings)), MeasureSettings(seed=case_seed))
+    ev = Evaluator(board, Path(ddir) / "cache" / f"deploy-{name}.parquet", seed=case_seed, context=board.context)
+    df = deploy_runs(ev, problem, result, settings, seed=case_seed)
     write_bytes_atomic(Path(ddir) / "deploy" / f"{name}.parquet", df.to_parquet(index=False))
     if len(df):
         say(f"[deploy {name}] {int(df.misses.sum())} deadline misses in {int(df.jobs.sum())} group jobs; worst "

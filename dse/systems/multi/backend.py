@@ -127,7 +127,7 @@ class DeploymentBackend:
     ``refused``: the analysis found no clocks meeting its deadlines, so the board does not run it. What the
     schema cannot hold (misses, completed jobs, per-rail power) the deploy job reads off the ``PeriodicResult``:
     ``take_result`` hands it over like ``TaskProfileBackend.take_profile``, and simulates again where the store
-    answered (the run is deterministic: seeded by the configuration's seed and the repeat index).
+    answered (the run is deterministic: seeded by the configuration's seed plus the repeat index).
     """
 
     name: ClassVar[str] = "sim-periodic"
@@ -171,8 +171,10 @@ class DeploymentBackend:
             m.measure_s = time.perf_counter() - t0
             return m, None
         apps, placement, clocks, fps, duration_us, seed = deployment_of(config)
+        core = dict(config.extra).get("controller_core")     # the simulation's own release controller, if any
         res = simulate_periodic(apps, placement, platform=self.platform, freqs_mhz=clocks, duration_us=duration_us,
-                                seed=seed * 1000 + repeat, controller_core=None, random_phase=repeat > 0)
+                                seed=seed + repeat, controller_core=None if core is None else int(core),
+                                random_phase=repeat > 0)
         frames = config.benchmark.split("+")
         worst = max(v for a, v in res.max_response_us.items() if a in frames)
         m = Measurement(config=config, fps=fps, latency_ms_p50=worst / 1e3, util=dict(res.busy),
@@ -198,12 +200,15 @@ class DeploymentBackend:
 
 
 def deployment_config(platform: Platform, scenario: str, apps, placement: dict, clocks: dict, fps: float,
-                      duration_us: float, seed: int, feasible: bool) -> Configuration:
+                      duration_us: float, seed: int, feasible: bool, controller_core: int | None = None
+                      ) -> Configuration:
     """A periodic deployment as a configuration, named by ``scenario`` (the ``+``-joined names of the apps whose
     frames count; the release controller is an app too, not one of them): the apps (period, priority, stages with
-    their base times) and the PE of every stage, the clocks, the rate, the duration and the seed whose runs
-    (``seed * 1000 + repeat``, a random phase from repeat 1 on) it is, and whether the analysis found it feasible.
-    The JSON of each part keeps floats exact, so the run rebuilt from it is the one described."""
+    their base times) and the PE of every stage, the clocks, the rate, the duration and the seed of its first run
+    (repeat r runs with ``seed + r``, a random phase from repeat 1 on), and whether the analysis found it feasible.
+    ``controller_core``: the simulation releases the apps from a controller on that core (dataflow's groups; multi
+    models its controller as an app). The JSON of each part keeps floats exact, so the run rebuilt from it is the
+    one described."""
     spec = [{"name": a.name, "period_us": float(a.period_us), "priority": int(a.priority),
              "offset_us": float(a.offset_us),
              "edges": None if a.edges is None else [list(map(int, e)) for e in a.edges],
@@ -211,7 +216,8 @@ def deployment_config(platform: Platform, scenario: str, apps, placement: dict, 
     extra = {"apps": json.dumps(spec), "placement": json.dumps(sorted([a, k, pe] for (a, k), pe in placement.items())),
              "clocks_mhz": json.dumps({k: float(v) for k, v in clocks.items()}, sort_keys=True),
              "fps": repr(float(fps)), "duration_us": repr(float(duration_us)), "seed": str(int(seed)),
-             "feasible": "true" if feasible else "false"}
+             "feasible": "true" if feasible else "false",
+             **({"controller_core": str(int(controller_core))} if controller_core is not None else {})}
     return Configuration(benchmark=scenario, platform=platform.name, option="periodic", extra=tuple(extra.items()))
 
 

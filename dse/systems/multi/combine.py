@@ -88,7 +88,7 @@ def controller_app(s: MultiSettings, fps: float, n_apps: int) -> App:
     return App(CONTROLLER, 1e6 / fps, -1, (Stage("cpu", (Task(c, c, c),), "controller"),))
 
 
-class Evaluator:
+class ScenarioEvaluator:
     """Algorithm 4 over one scenario set, memoized by the genes of each scenario's apps and their placement."""
 
     def __init__(self, case: Case, scenarios: Sequence[Sequence[str]], *, dvfs: bool = True,

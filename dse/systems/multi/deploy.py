@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dse.backends.sim.periodic import PeriodicApp, PeriodicStage, simulate_periodic
+from dse.backends.sim.periodic import PeriodicApp, PeriodicStage
 from dse.backends.sim.power import RAIL_OF_TYPE, idle_rails_w
 from dse.core.errors import DseError
 from dse.systems.multi.combine import CONTROLLER, controller_app
@@ -49,9 +49,15 @@ def _fit_mappings(front: pd.DataFrame) -> dict[str, int]:
     return out
 
 
-def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.DataFrame], levels: dict[str, list],
+def power_fit(evaluator, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.DataFrame], levels: dict[str, list],
               seed: int = 0) -> tuple[PowerFit, dict]:
-    """The PowerFit and the sweeps it was fitted to (records for powerfit.json)."""
+    """The PowerFit and the sweeps it was fitted to (records for powerfit.json). The idle rails are the platform's
+    power model at each level; each dynamic sweep point is one run of a network alone at one clock, measured as a
+    deployment through ``evaluator`` (over a ``dse.systems.multi.backend.DeploymentBackend``), one batch."""
+    from dse.systems.multi.backend import deployment_config
+
+    board = evaluator.backend
+    platform = board.platform
     fmax = {k: v[-1] for k, v in levels.items()}
     static, records = {}, {"idle": [], "dynamic": []}
     for kind, fs in levels.items():
@@ -59,7 +65,7 @@ def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Dat
         w = [idle_rails_w(platform, {kind: f})[rail] for f in fs]
         static[kind] = tuple(float(c) for c in fit_static(fs, w))
         records["idle"] += [{"kind": kind, "rail": rail, "mhz": f, "w": x} for f, x in zip(fs, w)]
-    dynamic = {}
+    points = []        # (net, kind, mapping, mhz, PEs, deployment)
     for net, front in fronts.items():
         _, bases = task_chains(tasks[net])
         for kind, mid in _fit_mappings(front).items():
@@ -67,20 +73,26 @@ def power_fit(platform, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Dat
             app = PeriodicApp("app", FIT_PERIOD_US, 0, stages)
             pl = _solo_placement(stages)
             pes = [pe for (_, k), pe in pl.items() if stages[k].kind == kind]
-            rail = RAIL_OF_TYPE[kind]
-            g = []
             for f in levels[kind]:
-                res = simulate_periodic([app], pl, platform=platform, freqs_mhz={kind: f},
-                                        duration_us=FIT_SECONDS * 1e6, seed=seed, controller_core=None)
-                busy = sum(res.busy.get(pe, 0.0) for pe in set(pes))
-                dyn = res.rail_w[rail] - idle_rails_w(platform, {kind: f})[rail]
-                g.append(dyn / busy if busy > 0 else 0.0)
-                records["dynamic"].append({"network": net, "kind": kind, "mapping": mid, "mhz": f, "busy": busy,
-                                           "dynamic_w": dyn, "busy_w": g[-1]})
-            if min(g) <= 0:
-                raise DseError(f"power fit: {net} on the {kind} measured no dynamic power at some level "
-                               f"({[round(x, 3) for x in g]} W); the energy model needs it")
-            dynamic[net, kind] = fit_dynamic(levels[kind], g)
+                points.append((net, kind, mid, f, set(pes), deployment_config(
+                    platform, "app", [app], pl, {kind: f}, 1e6 / FIT_PERIOD_US, FIT_SECONDS * 1e6, seed, True)))
+    evaluator.evaluate_many([(c, 0) for *_, c in points], phase="powerfit", strategy="powerfit")
+    per_level: dict[tuple[str, str], list[float]] = {}
+    for net, kind, mid, f, pes, config in points:
+        res = board.take_result(config)
+        rail = RAIL_OF_TYPE[kind]
+        busy = sum(res.busy.get(pe, 0.0) for pe in pes)
+        dyn = res.rail_w[rail] - idle_rails_w(platform, {kind: f})[rail]
+        g = per_level.setdefault((net, kind), [])
+        g.append(dyn / busy if busy > 0 else 0.0)
+        records["dynamic"].append({"network": net, "kind": kind, "mapping": mid, "mhz": f, "busy": busy,
+                                   "dynamic_w": dyn, "busy_w": g[-1]})
+    dynamic = {}
+    for (net, kind), g in per_level.items():
+        if min(g) <= 0:
+            raise DseError(f"power fit: {net} on the {kind} measured no dynamic power at some level "
+                           f"({[round(x, 3) for x in g]} W); the energy model needs it")
+        dynamic[net, kind] = fit_dynamic(levels[kind], g)
     return PowerFit(static=static, dynamic=dynamic, fmax_mhz=fmax), records
 
 
@@ -116,7 +128,7 @@ def deploy_rows(evaluator, case, combine: dict, freqtable: pd.DataFrame, *, seed
     for r in freqtable.itertuples():
         apps, pl, freqs = scenario_run(case, combine, r)
         configs.append((r, deployment_config(board.platform, r.scenario, apps, pl, freqs, r.fps, seconds * 1e6,
-                                             seed, bool(r.feasible))))
+                                             seed * 1000, bool(r.feasible))))   # its repeats: seed * 1000 + r
     evaluator.evaluate_many([(c, rep) for r, c in configs for rep in (range(repeats) if r.feasible else (0,))],
                             phase="deploy", strategy=combine["method"])
     rows = []

@@ -103,7 +103,7 @@ def global_mapping(mdir: str, kind: str) -> dict:
     elif kind == "SOTA":
         from dse.systems.multi.sota import add_sota, sota_genes
 
-        info = sota_genes(load_settings(mdir)[1], case, seed)
+        info = sota_genes(load_settings(mdir)[1], case, seed, Path(mdir) / "cache")
         out = {"genes": list(add_sota(case, info)), "sota": info}
     else:
         raise DseError(f"no global mapping for {kind!r}; valid: GB, SOTA")
@@ -150,6 +150,9 @@ def freqtable(mdir: str, fsm: str, method: str) -> pd.DataFrame:
 
 def powerfit(mdir: str) -> dict:
     """Idle and per-network dynamic power sweeps on the board -> the energy model's regressions."""
+    from dse.backends.base import MeasureSettings
+    from dse.evaluate import Evaluator
+    from dse.systems.multi.backend import DeploymentBackend
     from dse.systems.multi.deploy import power_fit
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform
@@ -160,7 +163,9 @@ def powerfit(mdir: str) -> dict:
     nets = sorted(f.stem for f in (Path(mdir) / "pareto").glob("*.parquet"))
     fronts = {n: pd.read_parquet(Path(mdir) / "pareto" / f"{n}.parquet") for n in nets}
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in nets}
-    fit, records = power_fit(p, fronts, tasks, dvfs_levels(p), seed)
+    board = DeploymentBackend(p, MeasureSettings(seed=seed))
+    ev = Evaluator(board, Path(mdir) / "cache" / "powerfit.parquet", seed=seed, context=board.context)
+    fit, records = power_fit(ev, fronts, tasks, dvfs_levels(p), seed)
     out = {"fit": fit.to_dict(), **records, **_meta(settings, seed)}
     sweeps = pd.DataFrame([{"sweep": k, **r} for k in ("idle", "dynamic") for r in records[k]])
     # the board measurements behind the fit

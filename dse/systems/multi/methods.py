@@ -18,7 +18,7 @@ import time
 
 import pandas as pd
 
-from dse.systems.multi.combine import INF, Case, Evaluator, evolve
+from dse.systems.multi.combine import INF, Case, ScenarioEvaluator, evolve
 from dse.rt.dvfs import scales
 
 DVFS = {"PR": True, "PR-GB": True, "LC": True, "GB": False, "BS": False, "SOTA": False}
@@ -45,7 +45,7 @@ def _ga_over(case: Case, evaluate, maximize: bool, salt: str, apps=None, fixed=N
     return full(out.genes), out
 
 
-def _maxfps_ga(case: Case, ev: Evaluator, salt: str, **kw):
+def _maxfps_ga(case: Case, ev: ScenarioEvaluator, salt: str, **kw):
     """Highest FPS every scenario meets; ties broken by the other scenarios' headroom."""
     def fit(genes):
         v, cases = ev.max_fps(genes)
@@ -53,7 +53,7 @@ def _maxfps_ga(case: Case, ev: Evaluator, salt: str, **kw):
     return _ga_over(case, fit, True, salt, **kw)
 
 
-def _energy_ga(case: Case, ev: Evaluator, fps: float, salt: str, **kw):
+def _energy_ga(case: Case, ev: ScenarioEvaluator, fps: float, salt: str, **kw):
     """Least mean energy over the scenarios at ``fps`` (inf where a scenario misses)."""
     return _ga_over(case, lambda genes: ev.energy(genes, fps), False, salt, **kw)
 
@@ -66,13 +66,13 @@ def _ga_log(out) -> dict:
 STATIC = ("GB", "PR-GB", "SOTA", "BS")      # one mapping for every FSM, placed as if every app ran at once
 
 
-def evaluator(case: Case, method: str, scenarios, sc=None) -> Evaluator:
+def evaluator(case: Case, method: str, scenarios, sc=None) -> ScenarioEvaluator:
     """The one way a method's plan is evaluated: its DVFS, the scenarios Algorithm 5 places by (every app at once
     for the static baselines: the same PEs on every FSM), and for LC the scenario ``sc`` alone."""
     if method == "LC" and sc is not None:
-        return Evaluator(case, [tuple(sc)], dvfs=True, limit_apps=sc)
+        return ScenarioEvaluator(case, [tuple(sc)], dvfs=True, limit_apps=sc)
     every = [tuple(case.apps)] if method in STATIC else None
-    return Evaluator(case, scenarios, dvfs=DVFS[method], placement_scenarios=every)
+    return ScenarioEvaluator(case, scenarios, dvfs=DVFS[method], placement_scenarios=every)
 
 
 def tightest(sweep, max_fps: float) -> float | None:
@@ -85,7 +85,7 @@ def global_mapping(case: Case) -> dict:
     """GB's one mapping for every FSM: the GA assuming every app runs at once at maximum frequencies (highest FPS),
     then the least energy at fmax among mappings that keep that FPS (seeded with the first answer)."""
     every = [tuple(case.apps)]
-    ev = Evaluator(case, every, dvfs=False)
+    ev = ScenarioEvaluator(case, every, dvfs=False)
     genes, g1 = _maxfps_ga(case, ev, "GB:fps")
     out = {"max_fps": g1.value, "ga": {"max_fps": _ga_log(g1)}}
     if g1.value > 0:
@@ -125,7 +125,7 @@ def combine(case: Case, fsm: str, method: str, *, genes=None) -> dict:
         elif genes is None:
             raise ValueError(f"{method} needs its static mapping (global_mapping / dse.systems.multi.sota)")
         genes = tuple(genes)
-        out["max_fps_all_apps"] = Evaluator(case, [tuple(case.apps)], dvfs=False).max_fps(genes)[0]
+        out["max_fps_all_apps"] = ScenarioEvaluator(case, [tuple(case.apps)], dvfs=False).max_fps(genes)[0]
         out["max_fps"] = ev.max_fps(genes)[0]                       # GB "modified" (l. 1499)
         plans = {sc_label(sc): genes for sc in scs}
     elif method == "LC":
@@ -158,7 +158,7 @@ def combine(case: Case, fsm: str, method: str, *, genes=None) -> dict:
     return out
 
 
-def mapping_rows(case: Case, ev: Evaluator, genes) -> list[dict]:
+def mapping_rows(case: Case, ev: ScenarioEvaluator, genes) -> list[dict]:
     """Per app: network, Pareto index, option + cuts label, and the PE of every stage (Table 4.9(a))."""
     pl = ev.placement(tuple(genes))
     chains = ev.chains_of(tuple(genes))

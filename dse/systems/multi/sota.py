@@ -17,7 +17,7 @@ import random
 
 import numpy as np
 
-from dse.systems.multi.combine import Case, Evaluator, evolve
+from dse.systems.multi.combine import Case, ScenarioEvaluator, evolve
 from dse.rt.model import Stage, Task
 from dse.search.ga_common import repair_cuts
 
@@ -84,7 +84,7 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
     apps = case.apps
     lengths = [len(nets[s.apps[a]].profile_us) for a in apps]
     offs = np.cumsum([0] + lengths)
-    ev = Evaluator(case, [tuple(apps)], dvfs=False)      # every app at once, maximum frequencies
+    ev = ScenarioEvaluator(case, [tuple(apps)], dvfs=False)      # every app at once, maximum frequencies
     cache: dict = {}
 
     def decode_all(genes):
@@ -131,22 +131,30 @@ def sota_mapping(case: Case, backends: dict) -> tuple[dict[str, tuple[str, tuple
     return dict(zip(apps, best)), out.value, {"evaluations": out.evaluations, "generations": out.generations}
 
 
-def sota_genes(platform: dict, case: Case, seed: int) -> dict:
-    """Run the SOTA GA and re-measure its mappings task by task on the board (the step-1 profiling mode): what
-    ``add_sota`` needs to put them into a case (JSON-able, stored with the combine result)."""
+def sota_genes(platform: dict, case: Case, seed: int, cache_dir=None) -> dict:
+    """Run the SOTA GA and re-measure its mappings task by task on the board (the step-1 profiling mode, through
+    the evaluator: a row per app of ``<cache_dir>/sota-<net>.parquet`` in the store schema; None keeps them in
+    memory): what ``add_sota`` needs to put them into a case (JSON-able, stored with the combine result)."""
+    from pathlib import Path
+
+    from dse.core.errors import DseError
     from dse.systems.multi.networks import network_backend
-    from dse.systems.multi.pareto import config_of
+    from dse.systems.multi.pareto import config_of, evaluators
 
     s = case.settings
     backends = {n: network_backend(n, platform, s, seed)[1] for n in s.networks}
     mapping, est_fps, log = sota_mapping(case, backends)
-    rule = s.pareto.get("wcet_rule", "max6sigma")
     apps = {}
     for a in case.apps:
         net = s.apps[a]
         option, cuts = mapping[a]
-        prof = backends[net].profile_tasks(config_of(backends[net], option, cuts, s),
-                                           runs=int(s.pareto.get("runs", 300)), wcet_rule=rule)
+        store = Path(cache_dir) / f"sota-{net}.parquet" if cache_dir is not None else None
+        wcet = evaluators(backends[net], s, store)[1]      # the front members' WCET profile (``runs``)
+        cfg = config_of(backends[net], option, cuts, s)
+        m = wcet.evaluate(cfg, phase="sota", strategy="SOTA")
+        reason, prof = (m.reason, None) if not m.ok else wcet.backend.take_profile(cfg)
+        if reason:
+            raise DseError(f"SOTA's mapping of {a} ({option}, cuts {list(cuts)}) cannot be re-measured: {reason}")
         apps[a] = {"option": option, "cuts": list(cuts),
                    "n_dla": sum(1 for st in backends[net].platform.options[option].stages if st.pe_type == "dla"),
                    "e_dyn": {k: float(v) for k, v in prof.energy_j.items() if v > 0},

@@ -97,10 +97,10 @@ def test_clock_phase_meets_min_fps_below_the_full_clock_energy(tiny_detector):
     floor = 0.6 * ms[0].fps
     r = clock_phase(study, XAVIER, [best, other], EnergySettings(objective="energy", min_fps=floor,
                                                                  power_modes=("MAXN", "MODE_30W_ALL"), repeats=2))
-    assert r.feasible and r.chosen["fps"] >= floor and len(r.chosen["reruns"]) == 2
-    assert r.chosen["energy_j_per_frame"] < r.reference["energy_j_per_frame"]
-    assert r.reference["gpu_mhz"] == 1377 and r.reference["option"] == "E"
-    assert any(p["on_front"] for p in r.points) and r.measured == len(r.points) - 2   # the two tops were known
+    assert r.extra["feasible"] and r.extra["chosen"]["fps"] >= floor and len(r.extra["chosen"]["reruns"]) == 2
+    assert r.extra["chosen"]["energy_j_per_frame"] < r.extra["reference"]["energy_j_per_frame"]
+    assert r.extra["reference"]["gpu_mhz"] == 1377 and r.extra["reference"]["option"] == "E"
+    assert any(p["on_front"] for p in r.extra["points"]) and r.extra["measured"] == len(r.extra["points"]) - 2   # the two tops were known
     out = r.to_dict()
     assert 0 < out["energy_ratio"] < 1 and json.dumps(out)
 
@@ -112,8 +112,8 @@ def test_min_fps_above_anything_reachable_is_recorded_with_the_best_fps(tiny_det
     top = study.measure(best, "search").fps
     r = clock_phase(study, XAVIER, [best], EnergySettings(objective="fps_per_watt", min_fps=10 * top,
                                                           power_modes=("MAXN",)))
-    assert not r.feasible and r.chosen is None
-    assert f"is above every FPS measured: the best is {top:.1f} FPS (E" in r.reason
+    assert not r.extra["feasible"] and r.extra["chosen"] is None
+    assert f"is above every FPS measured: the best is {top:.1f} FPS (E" in r.extra["reason"]
 
 
 @pytest.fixture(scope="module")
@@ -183,11 +183,11 @@ def test_objective_fps_within_power_modes_answers_inside_them(tiny_detector):
     study = Study(Evaluator(SimBackend(XAVIER, tiny_detector)))
     best = _config(tiny_detector)
     r = clock_phase(study, XAVIER, [best], EnergySettings(power_modes=("MODE_30W_ALL",), repeats=1))
-    assert r.feasible and r.chosen["power_mode"] == "MODE_30W_ALL" and r.reference["power_mode"] == "MAXN"
+    assert r.extra["feasible"] and r.extra["chosen"]["power_mode"] == "MODE_30W_ALL" and r.extra["reference"]["power_mode"] == "MAXN"
     # inside the mode (828.75 / 1190.4 MHz are its top clocks), and the fastest of it within the noise: the tiny
     # detector is host-bound, so a lower GPU clock can measure as fast
-    top = next(p for p in r.points if p["power_mode"] == "MODE_30W_ALL" and p["gpu_mhz"] == 828.75
+    top = next(p for p in r.extra["points"] if p["power_mode"] == "MODE_30W_ALL" and p["gpu_mhz"] == 828.75
                and p["cpu_mhz"] == 1190.4)
-    assert r.chosen["gpu_mhz"] <= 828.75 and r.chosen["cpu_mhz"] <= 1190.4
-    assert r.chosen["fps"] >= 0.97 * top["fps"]
+    assert r.extra["chosen"]["gpu_mhz"] <= 828.75 and r.extra["chosen"]["cpu_mhz"] <= 1190.4
+    assert r.extra["chosen"]["fps"] >= 0.97 * top["fps"]
     assert EnergySettings(power_modes=("MODE_15W",)).active

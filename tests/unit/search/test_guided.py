@@ -99,7 +99,7 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
     backend, space, base = board
     settings = SearchSettings(seed=0, options=("E", "A", "B", "C", "PND-A", "PND-B"), guided_noise=0.005)
     study = Study(Evaluator(backend), "guided")
-    bounds = maximize_phase(space, study, base, settings.with_(strategy="guided")).bounds
+    bounds = maximize_phase(space, study, base, settings.with_(strategy="guided")).extra["bounds"]
     found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options,
                           known=list(study.memo.values()))
     brute, total = 0.0, 0
@@ -109,24 +109,24 @@ def test_guided_finds_the_brute_force_best_with_fewer_tuples(board):
         for cuts in feasible_tuples(space, space.n_cuts(option)) if space.n_cuts(option) else [()]:
             m = backend.measure(search_config(base, option, cuts, streams, bounds, settings.pipeline_buffers))
             brute, total = max(brute, m.fps if m.ok else 0.0), total + 1
-    assert found.fps >= 0.995 * brute, (found.best_config, found.fps, brute)
-    assert found.unique_tuples < total / 2, (found.unique_tuples, total)
-    assert found.rounds and found.stopped
+    assert found.fps >= 0.995 * brute, (found.config, found.fps, brute)
+    assert found.extra["unique_tuples"] < total / 2, (found.extra["unique_tuples"], total)
+    assert found.extra["rounds"] and found.extra["stopped"]
     # one board measures one tuple at a time: after the first round (the model's best of every option) a gain round
     # measures ``guided_batch`` tuples (one by default); the check and local rounds have sizes of their own
     size = {"gain": settings.guided_batch, "check": CHECK_TUPLES, "local": LOCAL_TUPLES}
-    assert len(found.rounds[0]["picks"]) == len(settings.options)
-    assert all(len(r["picks"]) <= size[r["kind"]] for r in found.rounds[1:]), found.rounds
-    assert "check" in {r["kind"] for r in found.rounds}, found.rounds
+    assert len(found.extra["rounds"][0]["picks"]) == len(settings.options)
+    assert all(len(r["picks"]) <= size[r["kind"]] for r in found.extra["rounds"][1:]), found.extra["rounds"]
+    assert "check" in {r["kind"] for r in found.extra["rounds"]}, found.extra["rounds"]
 
 
 def test_run_search_runs_the_guided_strategy_and_labels_its_rows(board):
     backend, space, base = board
     ev = Evaluator(backend)
     r = run_search(space, Study(ev), base, SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A")))
-    assert r.to_dict()["strategy"] == "guided" and r.finetune.fps >= r.guided.fps * 0.98
-    assert r.selected in ("E", "A", "PND-A")
-    assert r.unique_tuples == len({(o, c) for o, c in r.guided.tuples})
+    assert r.to_dict()["strategy"] == "guided" and r.fps >= r.extra["guided"].fps * 0.98
+    assert r.extra["selected"] in ("E", "A", "PND-A")
+    assert r.extra["unique_tuples"] == len({(o, c) for o, c in r.extra["guided"].extra["tuples"]})
 
 
 def test_roles_follow_the_platform():
@@ -266,7 +266,7 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     e = search_config(base, "E", (), (2,), {"streams": 2, "pre": 4, "post": 2, "buffers": 6})
     slow = e.with_(streams=(1,), pre_threads=1)
     near = e.with_(buffers=7)                        # the same true FPS as ``e``: GPU-bound either way
-    runs = race(study, [slow, e, near], "finetune", 3, 0.03, first=5).runs
+    runs = race(study, [slow, e, near], "finetune", 3, 0.03, first=5)[0]
     assert len(runs[0]) == 3 and min(len(runs[1]), len(runs[2])) > 3
     assert max(len(r) for r in runs) <= RACE_ROUNDS * 3
     for config, r in zip((slow, e, near), runs):      # consecutive repeat indices from ``first``, nothing else
@@ -278,8 +278,8 @@ def test_a_race_re_runs_only_the_configurations_still_in_doubt():
     # noise-free, ``e`` and ``near`` stay tied, but nothing is left within the rounds to doubt them by
     quiet = Study(Evaluator(_sim_board("yolov4")[0]), "guided")
     for noise in (0.0, 0.01, 0.03):
-        assert [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise).runs] == [3, 3, 3]
-    assert race(quiet, [e, near], "finetune", 0, 0.03).runs == [[], []]
+        assert [len(r) for r in race(quiet, [slow, e, near], "finetune", 3, noise)[0]] == [3, 3, 3]
+    assert race(quiet, [e, near], "finetune", 0, 0.03)[0] == [[], []]
 
 
 def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_the_measurements():
@@ -314,16 +314,16 @@ def test_a_race_adds_batches_only_while_the_re_runs_cost_less_board_time_than_th
     engines = {"GPU": {"E", "A60", "A90"}, "DLA": {"A60", "A90"}}
     total = board_seconds([m.fps for m in study.memo.values()], engines, frames, platform.board_costs)
     assert budget.spent() == pytest.approx((total, 0.0))
-    free = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
-    batches = len(free.runs[0]) // 3
+    free_runs, free_means = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+    batches = len(free_runs[0]) // 3
     assert batches >= 2 and budget.refused == 0 and budget.spent()[1] == pytest.approx(
         board_seconds([m.fps for m in study.reruns], {}, frames, platform.board_costs))
     # share 0: the first batch only, one refusal; re-runs already carried: the batches that still fit
-    run_s = platform.board_costs.run_s(frames, free.means[0])
+    run_s = platform.board_costs.run_s(frames, free_means[0])
     for share, carried, fit in ((0.0, 0.0, 1), (1.0, total - 9 * run_s, 1), (1.0, total - 15 * run_s, 2)):
         study, budget = measured(share, {"rerun_s": carried})
-        raced = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
-        assert [len(r) for r in raced.runs] == [3 * fit] * 2 and budget.refused == int(fit < batches)
+        runs, _ = race(study, [e, near], "finetune", 3, 0.03, first=5, budget=budget)
+        assert [len(r) for r in runs] == [3 * fit] * 2 and budget.refused == int(fit < batches)
 
 
 class _Host:
@@ -352,22 +352,21 @@ def test_a_race_compares_configurations_within_rounds():
     levels = [1.0, 1.25, 0.8, 1.2, 0.75, 1.1, 0.9, 1.3, 0.85, 1.0, 1.15, 0.8, 1.05]
     wobble = lambda k, r: 1 + 0.005 * (-1) ** (r + k)                    # noqa: E731
     shared = _Host({1: 100.0, 2: 105.0}, lambda k, r: levels[r], wobble)
-    raced = race(shared, [a, b], "finetune", 3, 0.10)
-    assert [len(r) for r in raced.runs] == [3, 3] and raced.means[1] > raced.means[0]
+    runs, means = race(shared, [a, b], "finetune", 3, 0.10)
+    assert [len(r) for r in runs] == [3, 3] and means[1] > means[0]
     own = _Host({1: 100.0, 2: 105.0}, lambda k, r: levels[(r + 5 * k) % len(levels)], wobble)
-    assert [len(r) for r in race(own, [a, b], "finetune", 3, 0.10).runs] == [3 * RACE_ROUNDS] * 2
+    assert [len(r) for r in race(own, [a, b], "finetune", 3, 0.10)[0]] == [3 * RACE_ROUNDS] * 2
     # tied, within-round spread 10 %: the noise assumed decides (2 standard errors of 3 runs under 2 % at 1 %)
     spread = lambda k, r: (1.1, 0.9, 1.0)[(r + k) % 3]                   # noqa: E731
     tied = _Host({1: 100.0, 2: 100.0}, lambda k, r: 1.0, spread)
-    lengths = {noise: [len(r) for r in race(tied, [a, b], "finetune", 3, noise).runs]
+    lengths = {noise: [len(r) for r in race(tied, [a, b], "finetune", 3, noise)[0]]
                for noise in (0.01, 0.015, 0.03)}
     assert lengths == {0.01: [3, 3], 0.015: [6, 6], 0.03: [12, 12]}
     # ``c`` 5 % behind is settled after the first batch; the tied two race on through a batch 30 % slower
     slower = _Host({1: 100.0, 2: 100.0, 3: 95.0}, lambda k, r: 1.0 if r <= 3 else 0.7, wobble)
-    raced = race(slower, [a, b, c], "finetune", 3, 0.10, resolution=0.005)
-    runs = raced.runs
+    runs, means = race(slower, [a, b, c], "finetune", 3, 0.10, resolution=0.005)
     assert len(runs[2]) == 3 < min(len(runs[0]), len(runs[1])) and sum(runs[0]) / len(runs[0]) < sum(runs[2]) / 3
-    assert [m / raced.means[2] for m in raced.means[:2]] == pytest.approx([100 / 95] * 2, rel=0.01)
+    assert [m / means[2] for m in means[:2]] == pytest.approx([100 / 95] * 2, rel=0.01)
 
 
 def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
@@ -379,34 +378,33 @@ def test_guided_answer_is_the_best_mean_over_fresh_reruns(board):
     backend, space, base = board
     settings = SearchSettings(seed=0, strategy="guided", options=("E", "A", "PND-A"), guided_repeats=2)
     study = Study(Evaluator(backend), "guided")
-    bounds = maximize_phase(space, study, base, settings).bounds
+    bounds = maximize_phase(space, study, base, settings).extra["bounds"]
     found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options,
                           known=list(study.memo.values()))
     # raced: batches of two fresh re-runs, more where the ranking is in doubt
-    assert found.contenders and all(len(c["reruns"]) in (2, 4, 6, 8) for c in found.contenders)
-    means = [c["mean"] for c in found.contenders]
+    assert found.extra["contenders"] and all(len(c["reruns"]) in (2, 4, 6, 8) for c in found.extra["contenders"])
+    means = [c["mean"] for c in found.extra["contenders"]]
     assert means == sorted(means, reverse=True)
-    starts = found.finalists + [found.finalists[0].with_(cuts=found.finalists[0].cuts)]
-    tuned = finetune_phase(space, study, starts, settings, reruns_used=found.reruns_used, account=found.rerun_account)
+    starts = found.extra["finalists"] + [found.extra["finalists"][0].with_(cuts=found.extra["finalists"][0].cuts)]
+    tuned = finetune_phase(space, study, starts, settings, reruns_used=found.extra["reruns_used"], account=found.extra["rerun_account"])
     # the re-run budget's account goes on from the search's: the fine-tuner's measurements and re-runs on top, the
     # same in a fresh process (the workflow's fine-tune job asks for its starts again: nothing runs for them)
-    carried = found.rerun_account
-    assert tuned.board_s[0] > carried["measured_s"] and tuned.board_s[1] > carried["rerun_s"]
-    alone = finetune_phase(space, Study(Evaluator(backend), "guided"), starts, settings, reruns_used=found.reruns_used,
+    carried = found.extra["rerun_account"]
+    assert tuned.extra["board_s"][0] > carried["measured_s"] and tuned.extra["board_s"][1] > carried["rerun_s"]
+    alone = finetune_phase(space, Study(Evaluator(backend), "guided"), starts, settings, reruns_used=found.extra["reruns_used"],
                            account=carried)
-    assert alone.board_s == pytest.approx(tuned.board_s)
-    confirmed = tuned.confirmed
+    assert alone.extra["board_s"] == pytest.approx(tuned.extra["board_s"])
+    confirmed = tuned.extra["confirmed"]
     assert confirmed and confirmed[0]["config_hash"] == tuned.config.hash
     assert [c["mean"] for c in confirmed[1:]] == sorted((c["mean"] for c in confirmed[1:]), reverse=True)
-    proposed = finetune_phase(space, study, found.finalists[0], settings.with_(strategy="proposed"))
-    assert not proposed.confirmed
+    proposed = finetune_phase(space, study, found.extra["finalists"][0], settings.with_(strategy="proposed"))
+    assert not proposed.extra["confirmed"]
 
 
 def test_guided_fine_tuning_lowers_only_the_answer():
     """Each finalist is raised (step 1), the starts and raised configurations are raced, and only the winner's
     resources are lowered (steps 2-3), where it is a raised one: the loser's fine-tuning never goes below its
     start. The lowered configuration is raced against the winner before it replaces it."""
-    from dataclasses import replace
 
     from dse.search.pipeline import _lowered, finetune_phase
 
@@ -427,13 +425,13 @@ def test_guided_fine_tuning_lowers_only_the_answer():
                                                                                                  loser.cuts)]
     assert loser_runs and all(min(a - b for a, b in zip(resources[c.hash], resources[loser.hash])) >= 0
                               for c in loser_runs)
-    lowered = [tp for tp in tuned.trajectory if tp.kind.startswith("lower")]
+    lowered = [tp for tp in tuned.extra["trajectory"] if tp.kind.startswith("lower")]
     assert lowered and sum(resources[tuned.config.hash]) < sum(resources[winner.hash])
-    assert [tp.step for tp in tuned.trajectory] == list(range(len(tuned.trajectory)))
-    raced = {e["config_hash"]: e for e in tuned.confirmed}
+    assert [tp.step for tp in tuned.extra["trajectory"]] == list(range(len(tuned.extra["trajectory"])))
+    raced = {e["config_hash"]: e for e in tuned.extra["confirmed"]}
     assert tuned.config.hash in raced and len(raced[tuned.config.hash]["reruns"]) >= 3
     # a start that won over its raises keeps its parameters: nothing is lowered or measured
-    start_won = replace(tuned, confirmed=[{**tuned.confirmed[0], "tuned": False}])
+    start_won = tuned.with_extra(confirmed=[{**tuned.extra["confirmed"][0], "tuned": False}])
     measured = study.measured
     assert _lowered(space, study, start_won, settings, 3, 0.01, None) == (start_won, 0)
     assert study.measured == measured
@@ -459,12 +457,12 @@ def _quiet_probe(network: str, precision: str) -> tuple[Study, Configuration]:
 
 def _confirmed(study: Study, config: Configuration):
     """``config`` as ``_confirm`` answers it: measured, with two fresh re-runs."""
-    from dse.search.finetune import FinetuneResult
+    from dse.search.finetune import tuned
     from dse.search.pipeline import _confirmed_entry
 
     m = study.measure(config, "finetune")
     reruns = study.remeasure(config, "finetune", range(3, 5))
-    return FinetuneResult(config, m, m.fps, m.fps, 0, confirmed=[_confirmed_entry(config, True, reruns, 3)])
+    return tuned(config, m, [], m.fps, m.fps, 0, confirmed=[_confirmed_entry(config, True, reruns, 3)])
 
 
 def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
@@ -480,7 +478,7 @@ def test_a_cpu_bound_answer_takes_one_pre_thread_fewer_where_it_does_as_well():
     assert answer.measurement.cpu_util >= 0.9
     relieved = _one_thread_fewer(study, answer, 2, 0.01)
     assert relieved.config == busy.with_(pre_threads=9) and relieved.fps > answer.fps
-    assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]
+    assert [c["config_hash"] for c in relieved.extra["confirmed"]] == [relieved.config.hash, busy.hash]
     spare = busy.with_(pre_threads=4)
     answer = _confirmed(study, spare)
     assert answer.measurement.cpu_util < 0.9
@@ -503,7 +501,7 @@ def test_a_cpu_bound_answer_takes_one_stream_per_stage_where_that_does_as_well()
     assert _one_stream_each(study, answer, 2, 0.01, shared_cores=2) is answer and study.measured == asked
     relieved = _one_stream_each(study, answer, 2, 0.01)
     assert relieved.config == busy.with_(streams=(1,)) and relieved.fps > answer.fps
-    assert [c["config_hash"] for c in relieved.confirmed] == [relieved.config.hash, busy.hash]
+    assert [c["config_hash"] for c in relieved.extra["confirmed"]] == [relieved.config.hash, busy.hash]
     for left in (busy.with_(pre_threads=2), busy.with_(streams=(1,))):
         answer = _confirmed(study, left)
         asked = study.measured
@@ -524,7 +522,7 @@ def test_the_answer_takes_every_buffer_only_where_that_gains():
     answer = _confirmed(study, config)
     more = _more_buffers(study, answer, 2, 0.01, 32)
     assert more.config == config.with_(buffers=32) and more.fps > answer.fps * 1.015
-    assert [c["config_hash"] for c in more.confirmed] == [more.config.hash, config.hash]
+    assert [c["config_hash"] for c in more.extra["confirmed"]] == [more.config.hash, config.hash]
     asked = study.measured
     assert _more_buffers(study, more, 2, 0.01, 32) is more and study.measured == asked
 
@@ -532,14 +530,14 @@ def test_the_answer_takes_every_buffer_only_where_that_gains():
     config = base.with_(option="PND-A", cuts=(17,), streams=(4, 2), buffers=17, pre_threads=4, post_threads=2)
     answer = _confirmed(study, config)
     kept = _more_buffers(study, answer, 2, 0.01, 32)
-    assert kept.config == config and len(kept.confirmed) == 2
+    assert kept.config == config and len(kept.extra["confirmed"]) == 2
     busy = _confirmed(study, config.with_(pre_threads=10))
     assert busy.measurement.cpu_util >= 0.9
     asked = study.measured
     assert _more_buffers(study, busy, 2, 0.01, 32) is busy and study.measured == asked
     raced = _more_buffers(study, busy, 2, 0.01, 32, shared_cores=2)
-    assert [c["config_hash"] for c in raced.confirmed if c["config_hash"] != raced.config.hash] and \
-        config.with_(pre_threads=10, buffers=32).hash in {c["config_hash"] for c in raced.confirmed}
+    assert [c["config_hash"] for c in raced.extra["confirmed"] if c["config_hash"] != raced.config.hash] and \
+        config.with_(pre_threads=10, buffers=32).hash in {c["config_hash"] for c in raced.extra["confirmed"]}
 
 
 def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both():
@@ -554,10 +552,10 @@ def test_a_variant_in_doubt_is_raced_against_the_answer_on_fresh_re_runs_of_both
     study = Study(Evaluator(backend), "guided")
     config = base.with_(option="PND-B", cuts=(45, 162), streams=(3, 4, 3), buffers=4, pre_threads=3, post_threads=2)
     answer = _confirmed(study, config)
-    before = answer.confirmed[0]["reruns"]
+    before = answer.extra["confirmed"][0]["reruns"]
     asked = study.measured
     more = _more_buffers(study, answer, 2, 0.03, 32)
-    records = {e["config_hash"]: e for e in more.confirmed}
+    records = {e["config_hash"]: e for e in more.extra["confirmed"]}
     variant, kept = records[config.with_(buffers=32).hash], records[config.hash]
     assert 2 < len(variant["reruns"]) <= 2 * RACE_ROUNDS and variant["first_rerun"] == 5
     assert kept["first_rerun"] == 3 and kept["reruns"][:2] == before and len(kept["reruns"]) > 2
@@ -694,8 +692,8 @@ def test_near_equal_contenders_are_raced_to_one_percent_where_it_changes_the_fin
     re-runs at 1 % noise get more batches (a tuple 1 % behind is what the fine-tuner cannot make up); two that both
     go on need none. The fine-tuner's confirmation re-runs the starts on repeat indices after those the ranking
     took: fresh samples, not the ones that chose them."""
-    from dse.search.finetune import FinetuneResult
-    from dse.search.guided import CONTENDER_RESOLUTION, FINALISTS, GuidedResult, _finalists, _Pool
+    from dse.search.finetune import tuned
+    from dse.search.guided import CONTENDER_RESOLUTION, FINALISTS, _finalists, _Pool, reruns_used
     from dse.search.pipeline import _confirm
     from dse.search.race import RACE_ROUNDS
 
@@ -716,13 +714,13 @@ def test_near_equal_contenders_are_raced_to_one_percent_where_it_changes_the_fin
     by_hash = {c.hash: c for c in (template, *(m.config for m in twins))}
     for c in contenders:        # consecutive fresh repeat indices from 1
         assert study.remeasure(by_hash[c["config_hash"]], "guided", range(1, 1 + len(c["reruns"]))) == c["reruns"]
-    found = GuidedResult(finalists[0].config, finalists[0], {}, [], contenders=contenders, noise=0.01)
-    assert found.reruns_used == max(len(c["reruns"]) for c in contenders) == found.to_dict()["reruns_used"]
+    used = reruns_used(contenders)
+    assert used == max(len(c["reruns"]) for c in contenders) > 3
     starts = [m.config for m in finalists]
-    results = [FinetuneResult(c, study.measure(c, "finetune"), 0.0, 0.0, 0) for c in starts]   # nothing tuned
-    confirmed = _confirm(study, starts, results, 3, 0.01, found.reruns_used).confirmed
-    assert {e["first_rerun"] for e in confirmed} == {found.reruns_used + 1}
-    assert _confirm(study, starts, results, 3, 0.01).confirmed[0]["first_rerun"] == 4     # no ranking: after 3
+    results = [tuned(c, study.measure(c, "finetune"), [], 0.0, 0.0, 0) for c in starts]   # nothing tuned
+    confirmed = _confirm(study, starts, results, 3, 0.01, used).extra["confirmed"]
+    assert {e["first_rerun"] for e in confirmed} == {used + 1}
+    assert _confirm(study, starts, results, 3, 0.01).extra["confirmed"][0]["first_rerun"] == 4     # no ranking: after 3
 
 
 def test_finalists_take_the_best_of_each_option_before_a_second_tuple_of_one(board):
@@ -780,7 +778,7 @@ def test_every_gpu_stage_is_searched_at_the_maximizers_streams(board):
     found = guided_search(space, study, base, bounds, settings, space.network_facts(), options=settings.options)
     gpu = [i for i, t in enumerate(space.stages("PND-B")) if t == space.main_pe]
     searched = [m.config for m in study.memo.values() if m.config.option in settings.options]
-    assert found.tuples and len(gpu) == 2 and searched
+    assert found.extra["tuples"] and len(gpu) == 2 and searched
     assert all(c.streams[i] == 2 for c in searched for i in gpu), {c.streams for c in searched}
 
 

@@ -19,7 +19,7 @@ from dse.core.configuration import Configuration
 from dse.core.errors import DseError
 from dse.core.measurement import Measurement
 from dse.search import (Study, SearchSettings, SearchSpace, explore_option, finetune, maximize, run_search,
-                        select_option, select_phase, unique_tuples)
+                        select_option, select_phase)
 from dse.search.candidates import candidate_cuts
 from dse.search.global_search import balanced_policies, main_pe_policies
 from dse.search.initial import balanced_tuple, initial_tuple, random_tuple
@@ -300,19 +300,19 @@ def test_maximizer_finds_the_bounds():
     model = Model([8.0 / 40] * 40)
     ev = CachingEvaluator(model)
     result = maximize(ev, BASE, fast())
-    assert result.bounds == {"pre": 2, "post": 1, "streams": 3, "buffers": 4}
+    assert result.extra["bounds"] == {"pre": 2, "post": 1, "streams": 3, "buffers": 4}
     assert result.config.option == "E" and result.config.streams == (3,)
     grid = max(model.fps_of("E", (), (s,), p, q, b) for p in range(1, 9) for q in range(1, 9)
                for s in range(1, 9) for b in range(1, 33))
-    assert result.best.fps == pytest.approx(grid)
-    assert result.points == ev.measured < 40   # a greedy walk, not a grid
+    assert result.measurement.fps == pytest.approx(grid)
+    assert result.extra["points"] == ev.measured < 40   # a greedy walk, not a grid
     assert all(c.buffers >= c.streams[0] for c, _ in ev.asked)
 
 
 def test_maximizer_respects_caps():
     model = Model([0.02] * 40, pre_ms=20, post_ms=10)  # threads always help
     result = maximize(CachingEvaluator(model), BASE, fast(max_pre=3, max_post=2, max_buffers=6))
-    assert result.bounds["pre"] == 3 and result.bounds["post"] == 2 and result.bounds["buffers"] <= 6
+    assert result.extra["bounds"]["pre"] == 3 and result.extra["bounds"]["post"] == 2 and result.extra["bounds"]["buffers"] <= 6
 
 
 # --------------------------------------------------------------------------------------------- global / local
@@ -336,10 +336,10 @@ def test_global_search_finds_optimum_of_unimodal_landscape_cheaply():
         ev = CachingEvaluator(model)
         r = explore_option(space, ev, "A", BOUNDS, settings, "global", base=BASE)
         assert r.fps >= 0.97 * opt
-        assert r.tuples_measured == ev.measured < count / 3
+        assert r.extra["tuples_measured"] == ev.measured < count / 3
         full = explore_option(space, ev, "A", BOUNDS, settings, "full", base=BASE)
         assert full.fps == pytest.approx(opt)
-        assert full.tuples_measured < count
+        assert full.extra["tuples_measured"] < count
 
 
 def test_two_cut_option_near_exhaustive_optimum():
@@ -366,9 +366,9 @@ def test_local_search_improves_on_global():
     f = explore_option(space, ev, "A", BOUNDS, settings, "full", base=BASE)
     opt, _ = exhaustive(model, space, "A", BOUNDS, settings)
     assert g.fps < opt and f.fps > g.fps and f.fps == pytest.approx(opt)
-    assert all(c in g.candidates for c in g.best_config.cuts)
-    assert f.best_config.cuts[0] not in g.candidates
-    assert set(f.tuples) > set(g.tuples)
+    assert all(c in g.extra["candidates"] for c in g.config.cuts)
+    assert f.config.cuts[0] not in g.extra["candidates"]
+    assert set(f.extra["tuples"]) > set(g.extra["tuples"])
 
 
 def test_local_search_stream_resplit_and_rollback():
@@ -397,15 +397,15 @@ def test_threshold_lowering_reaches_required_local_searches():
     space = model.space()
     settings = fast(seed=2, sample_step=4, min_local_searches=3)
     r = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings, "full", base=BASE)
-    assert r.thresholds[0] == 0.95 and len(r.thresholds) > 1
-    assert all(a > b for a, b in zip(r.thresholds, r.thresholds[1:]))
-    assert r.threshold == r.thresholds[-1] and r.local_searches >= 3
+    assert r.extra["thresholds"][0] == 0.95 and len(r.extra["thresholds"]) > 1
+    assert all(a > b for a, b in zip(r.extra["thresholds"], r.extra["thresholds"][1:]))
+    assert r.extra["threshold"] == r.extra["thresholds"][-1] and r.extra["local_searches"] >= 3
     # unreachable L: stops at T_min instead of looping
     r2 = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings.with_(min_local_searches=1000,
                         t_min=0.5), "full", base=BASE)
-    assert r2.thresholds[-1] == 0.5 and r2.local_searches < 10_000
+    assert r2.extra["thresholds"][-1] == 0.5 and r2.extra["local_searches"] < 10_000
     g = explore_option(space, CachingEvaluator(model), "B", BOUNDS, settings, "global", base=BASE)
-    assert g.local_searches == 0 and g.thresholds == [0.95]
+    assert g.extra["local_searches"] == 0 and g.extra["thresholds"] == [0.95]
 
 
 def test_reused_initial_tuple_uses_k1_and_searches_less():
@@ -414,9 +414,9 @@ def test_reused_initial_tuple_uses_k1_and_searches_less():
     settings = fast(seed=4, sample_step=4)
     first = explore_option(space, CachingEvaluator(model), "PND-B", BOUNDS, settings, "global", base=BASE)
     again = explore_option(space, CachingEvaluator(model), "PND-B", BOUNDS, settings, "global",
-                           initial=first.best_config.cuts, base=BASE)
-    assert again.initial_how == "reused" and len(again.top_k) == 1
-    assert again.fps >= first.fps and again.tuples_measured < first.tuples_measured
+                           initial=first.config.cuts, base=BASE)
+    assert again.extra["initial_how"] == "reused" and len(again.extra["top_k"]) == 1
+    assert again.fps >= first.fps and again.extra["tuples_measured"] < first.extra["tuples_measured"]
 
 
 def test_failed_measurements_do_not_stop_the_search():
@@ -427,8 +427,8 @@ def test_failed_measurements_do_not_stop_the_search():
     ev = CachingEvaluator(model)
     r = explore_option(space, ev, "A", BOUNDS, fast(seed=0, sample_step=5, initial="random"), "full",
                        initial=None, base=BASE)
-    assert r.best.ok and r.best_config.cuts[0] <= 40
-    assert all(e.fps > 0 for e in r.top_k)
+    assert r.measurement.ok and r.config.cuts[0] <= 40
+    assert all(e.fps > 0 for e in r.extra["top_k"])
 
 
 # --------------------------------------------------------------------------------------------- fine-tuner
@@ -439,10 +439,10 @@ def test_finetune_minimizes_resources_within_degradation():
     start = BASE.with_(option="B", cuts=(10, 30), streams=(4, 2, 4), buffers=16, pre_threads=6, post_threads=5)
     settings = fast(degradation=0.02)
     r = finetune(space, ev, start, settings)
-    assert r.fps >= r.reference_fps * (1 - 0.02) and r.reference_fps >= r.start_fps
+    assert r.fps >= r.extra["reference_fps"] * (1 - 0.02) and r.extra["reference_fps"] >= r.extra["start_fps"]
     c = r.config
     assert c.pre_threads + c.post_threads + c.buffers + sum(c.streams) < 6 + 5 + 16 + 10
-    assert r.points == ev.measured - 1
+    assert r.extra["points"] == ev.measured - 1
     for cfg, phase in ev.asked:
         assert phase == "finetune"
         assert cfg.buffers >= max(cfg.pre_threads, cfg.post_threads, *cfg.streams)
@@ -474,15 +474,15 @@ def test_finetune_in_two_parts_lowers_as_the_whole():
     start = BASE.with_(option="B", cuts=(10, 30), streams=(4, 2, 4), buffers=16, pre_threads=6, post_threads=5)
     settings = fast(degradation=0.02)
     whole = finetune(model.space(), CachingEvaluator(model), start, settings)
-    assert any(tp.kind.startswith("lower") for tp in whole.trajectory)
+    assert any(tp.kind.startswith("lower") for tp in whole.extra["trajectory"])
     ev = CachingEvaluator(model)
     raised = finetune(model.space(), ev, start, settings, lower=False)
-    assert not any(tp.kind.startswith(("lower", "rebalance")) for tp in raised.trajectory)
-    assert raised.reference_fps == raised.fps == whole.reference_fps and raised.points < whole.points
+    assert not any(tp.kind.startswith(("lower", "rebalance")) for tp in raised.extra["trajectory"])
+    assert raised.extra["reference_fps"] == raised.fps == whole.extra["reference_fps"] and raised.extra["points"] < whole.extra["points"]
     lowered = fewest_resources(model.space(), ev, raised.config, raised.fps, settings)
     assert lowered.config == whole.config and lowered.fps == whole.fps
-    assert raised.points + lowered.points == whole.points == ev.measured - 1
-    assert lowered.trajectory[0].kind == "start" and lowered.trajectory[0].fps == raised.fps
+    assert raised.extra["points"] + lowered.extra["points"] == whole.extra["points"] == ev.measured - 1
+    assert lowered.extra["trajectory"][0].kind == "start" and lowered.extra["trajectory"][0].fps == raised.fps
     # the floor is the reference's, not the start's sample: 5 % above it, fewer lowerings get through
     strict = fewest_resources(model.space(), CachingEvaluator(model), raised.config, raised.fps * 1.05, settings)
     assert sum(resources(strict.config)) > sum(resources(lowered.config))
@@ -504,7 +504,7 @@ def test_finetune_raises_parameters_that_help():
     ev = CachingEvaluator(model)
     start = BASE.with_(option="A", cuts=(12,), streams=(2, 2), buffers=2, pre_threads=1, post_threads=1)
     r = finetune(model.space(), ev, start, fast(degradation=0.0))
-    assert r.fps > 2 * r.start_fps and r.config.pre_threads > 1
+    assert r.fps > 2 * r.extra["start_fps"] and r.config.pre_threads > 1
     assert r.config.buffers >= r.config.pre_threads
 
 
@@ -523,7 +523,7 @@ def test_finetune_keeps_only_raises_that_gain_more_than_the_margin():
     noisy = finetune(model.space(), CachingEvaluator(board), start, settings, margin=0.01)
     assert (plain.config.pre_threads, plain.config.buffers) == (3, 8)
     assert (noisy.config.pre_threads, noisy.config.buffers) == (3, 3)
-    assert noisy.points < plain.points
+    assert noisy.extra["points"] < plain.extra["points"]
 
 
 def test_finetune_rebalances_gpu_streams():
@@ -533,7 +533,7 @@ def test_finetune_rebalances_gpu_streams():
     start = BASE.with_(option="B", cuts=(1, 15), streams=(3, 2, 2), buffers=8, pre_threads=1, post_threads=1)
     settings = fast(degradation=0.0, max_streams=3)   # step 1 cannot add more streams than 3 per stage
     r = finetune(model.space(), ev, start, settings)
-    assert "rebalance" in [tp.kind for tp in r.trajectory]
+    assert "rebalance" in [tp.kind for tp in r.extra["trajectory"]]
     assert r.config.streams[2] > r.config.streams[0]
 
 
@@ -543,18 +543,19 @@ def test_run_search_end_to_end_asks_nothing_twice_and_reproduces():
     space = model.space()
     settings = fast(seed=7, sample_step=5, min_local_searches=3)
     r = run_search(space, StrictEvaluator(model), BASE, settings)
-    short = r.selection.shortlist
-    fps = {o: res.fps for o, res in r.options.items()}
-    assert short[0] == select_option(fps, space) == max(r.options, key=lambda o: r.options[o].fps)
-    assert list(r.refined.results) == short and r.selected in short
-    assert r.finetune.start_fps == max(res.fps for res in r.refined.results.values())
-    assert r.options["E"].tuples_measured == 0
-    assert r.options["E"].best_config == r.maximize.config
-    assert r.unique_tuples == unique_tuples([*r.options.values(), *r.refined.results.values()])
-    assert r.unique_tuples == unique_tuples([o.to_dict() for o in r.options.values()]
-                                            + [o.to_dict() for o in r.refined.results.values()])
-    assert r.param_points == r.finetune.points > 0
-    assert r.finetune.fps >= (1 - settings.degradation) * r.finetune.reference_fps
+    short = r.extra["selection"].shortlist
+    fps = {o: res.fps for o, res in r.extra["options"].items()}
+    assert short[0] == select_option(fps, space) == max(r.extra["options"], key=lambda o: r.extra["options"][o].fps)
+    searched = r.extra["search"].extra
+    assert list(searched["refined"]) == short and r.extra["selected"] in short
+    assert r.extra["finetune"].extra["start_fps"] == max(searched["refined"].values())
+    assert r.extra["options"]["E"].extra["tuples_measured"] == 0
+    assert r.extra["options"]["E"].config == r.extra["maximize"].config
+    pairs = {(o, tuple(t)) for o, res in r.extra["options"].items() for t in res.extra["tuples"]}
+    pairs |= {(o, tuple(t)) for o, ts in searched["tuples_by_option"].items() for t in ts}
+    assert r.extra["unique_tuples"] == len(pairs) > len(searched["tuples"])
+    assert r.extra["param_points"] == r.extra["finetune"].extra["points"] > 0
+    assert r.fps >= (1 - settings.degradation) * r.extra["finetune"].extra["reference_fps"]
     doc = r.to_dict()
     json.dumps(doc)
     again = run_search(space, CachingEvaluator(model), BASE, settings).to_dict()
@@ -567,8 +568,8 @@ def test_run_search_picks_gpu_only_when_pre_processing_dominates():
     # tiny network, slow pre-processing: pipelining across DLAs cannot pay (the tiny-INT8 rows of Table 3.5)
     model = Model([0.01] * 30, ratio=2.8, pre_ms=6.0, post_ms=1.0, boundary_ms=0.3)
     r = run_search(model.space(), CachingEvaluator(model), BASE, fast(sample_step=3, min_local_searches=2))
-    assert r.selected == "E" and not r.refined.best.tuples
-    assert r.finetune.config.option == "E" and r.finetune.config.pre_threads >= 3
+    assert r.extra["selected"] == "E" and not r.extra["search"].extra["tuples"]
+    assert r.config.option == "E" and r.config.pre_threads >= 3
 
 
 def test_explore_option_rejects_bad_mode_and_bounds():

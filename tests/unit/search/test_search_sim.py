@@ -38,7 +38,7 @@ def test_explorer_matches_exhaustive_single_cut_sweep(board):
     backend, space, base = board
     settings = SearchSettings(seed=0)
     ev = evaluate_mod.Evaluator(backend)
-    bounds = maximize(ev, base, settings).bounds
+    bounds = maximize(ev, base, settings).extra["bounds"]
     for option in ("PND-A", "A"):
         streams = stream_tuple(space.stages(option), bounds["streams"])
         sweep = [ev.evaluate(search_config(base, option, (c,), streams, bounds), phase="sweep", strategy="exhaustive")
@@ -47,10 +47,10 @@ def test_explorer_matches_exhaustive_single_cut_sweep(board):
         fresh = evaluate_mod.Evaluator(backend)
         g = explore_option(space, fresh, option, bounds, settings, "global", base=base)
         f = explore_option(space, fresh, option, bounds, settings, "full", base=base)
-        assert g.tuples_measured < len(sweep) / 2
+        assert g.extra["tuples_measured"] < len(sweep) / 2
         assert f.fps >= 0.99 * best, (option, f.fps, best)
         assert f.fps >= g.fps
-        assert set(g.tuples) <= set(f.tuples)  # the full search replays the global one (from the cache)
+        assert set(g.extra["tuples"]) <= set(f.extra["tuples"])  # the full search replays the global one (from the cache)
 
 
 def test_run_search_on_sim_never_remeasures(board):
@@ -58,13 +58,13 @@ def test_run_search_on_sim_never_remeasures(board):
     ev = evaluate_mod.Evaluator(backend)
     settings = SearchSettings(seed=1, strategy="proposed")
     r = run_search(space, ev, base, settings)
-    assert ev.reused == 0 and ev.measured == r.measured
-    short = r.selection.shortlist
-    assert short[0] == max(r.options, key=lambda o: r.options[o].fps) and r.selected in short
-    best = {o: res.fps for o, res in r.refined.results.items()}
-    assert best[r.selected] == max(best.values())
-    assert r.finetune.fps >= (1 - settings.degradation) * r.finetune.reference_fps
-    c = r.finetune.config
+    assert ev.reused == 0 and ev.measured == r.extra["measured"]
+    short = r.extra["selection"].shortlist
+    assert short[0] == max(r.extra["options"], key=lambda o: r.extra["options"][o].fps) and r.extra["selected"] in short
+    best = r.extra["search"].extra["refined"]
+    assert best[r.extra["selected"]] == max(best.values())
+    assert r.fps >= (1 - settings.degradation) * r.extra["finetune"].extra["reference_fps"]
+    c = r.config
     assert c.buffers >= max(c.pre_threads, c.post_threads, *c.streams)
-    assert r.finetune.fps >= 0.97 * r.maximize.best.fps  # never (noticeably) worse than GPU-only
-    assert 0 < r.unique_tuples < 350  # Table 3.4: 172-424 tuples on the board
+    assert r.fps >= 0.97 * r.extra["maximize"].measurement.fps  # never (noticeably) worse than GPU-only
+    assert 0 < r.extra["unique_tuples"] < 350  # Table 3.4: 172-424 tuples on the board

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from dse.core.errors import DseError
-from dse.systems.multi.combine import Case, Evaluator, evolve
+from dse.systems.multi.combine import Case, ScenarioEvaluator, evolve
 from dse.systems.multi.methods import combine, frequency_table, global_mapping
 from dse.systems.multi.placement import map_stages
 from dse.systems.multi.settings import MultiSettings
@@ -82,7 +82,7 @@ def test_algorithm5_shares_dlas_on_fsm_c_alpha():
 
 def test_dla_limit_counts_every_app():
     c = case()
-    ev = Evaluator(c, [("app0",)])
+    ev = ScenarioEvaluator(c, [("app0",)])
     assert ev.dla_reason((2, 2, 0, 0)) is None          # 4 DLA stages
     assert "exceed" in ev.dla_reason((2, 2, 1, 0))      # 5
     assert ev.max_fps((2, 2, 1, 0))[0] == 0.0
@@ -90,7 +90,7 @@ def test_dla_limit_counts_every_app():
 
 def test_evolve_matches_enumeration():
     c = case()
-    ev = Evaluator(c, [tuple(c.apps)], dvfs=False)
+    ev = ScenarioEvaluator(c, [tuple(c.apps)], dvfs=False)
     sizes = c.sizes()
     best = max(ev.max_fps(g)[0] for g in itertools.product(*[range(n) for n in sizes]))
     out = evolve(sizes, lambda g: ev.max_fps(g), maximize=True,

@@ -80,9 +80,9 @@ def test_a_deployment_is_a_configuration_measured_and_replayed_from_its_store(tm
             PeriodicApp("b", 1e6 / 30, 1, (PeriodicStage("dla", (12000.3,)), PeriodicStage("cpu", (800.0,))))]
     pl = {("a", 0): "CPU0", ("a", 1): "GPU", ("b", 0): "DLA0", ("b", 1): "CPU1"}
     clocks = {"cpu": 1190.4, "gpu": 675.75, "dla": 1395.2}
-    ok = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7, True)
-    bad = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7, False)
-    assert deployment_of(ok) == (apps, pl, clocks, 30.0, 1e6, 7) and ok.hash != bad.hash
+    ok = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7000, True)
+    bad = deployment_config(platform, "a+b", apps, pl, clocks, 30.0, 1e6, 7000, False)
+    assert deployment_of(ok) == (apps, pl, clocks, 30.0, 1e6, 7000) and ok.hash != bad.hash
     store = tmp_path / "cache" / "deploy-X-PR.parquet"
 
     def evaluator():
