@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from dse.core.configuration import PREPROCESS
 from dse.core.errors import DseError, choices_error
-from dse.core.validate import bounded_int
+from dse.core.validate import bounded_int, check_keys, dir_name
 
 GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study")
 
@@ -159,12 +159,12 @@ def validate(cfg: DictConfig) -> None:
     from dse.core.configuration import PRECISIONS
 
     for where, node, keys in (("the top level", cfg, TOP_LEVEL_KEYS), ("benchmark", cfg.benchmark, BENCHMARK_KEYS)):
-        unknown = sorted(set(node) - set(keys))
-        if unknown:
-            raise DseError(f"unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(keys)}")
+        check_keys(node, keys, f"key of {where}")
     if cfg.precision not in PRECISIONS:
         raise choices_error("precision", cfg.precision, PRECISIONS)
     b = cfg.benchmark
+    dir_name(b.name, "benchmark.name")
+    dir_name(cfg.platform.get("name"), "platform.name")
     bounded_int(cfg.batch, "batch", 1, MAX_BATCH)
     bounded_int(cfg.seed, "seed", 0, 2**32 - 1)
     if bounded_int(b.input_size, "benchmark.input_size", 32, 8192) % 32:

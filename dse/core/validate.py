@@ -2,20 +2,35 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 
 from dse.core.errors import DseError, choices_error
 
 
-def check_keys(mapping: Mapping, valid: Iterable, what: str) -> None:
+def check_keys(mapping: Mapping, valid: Iterable, what: str, error: type[DseError] = DseError) -> None:
     """Refuse a key ``valid`` does not list: a misspelt key would otherwise leave its value at the default and the
     settings silently different from what their author wrote. Keys compare as text (YAML may read a key as a
     number); of several unknown keys the first in sorted order is named, so the error does not depend on the
-    mapping's order."""
+    mapping's order. ``error``: a package's own DseError subclass."""
     valid = [str(v) for v in valid]
     unknown = sorted({str(k) for k in mapping} - set(valid))
     if unknown:
-        raise choices_error(what, unknown[0], valid)
+        raise error(str(choices_error(what, unknown[0], valid)))
+
+
+DIR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,99}")
+
+
+def dir_name(value, key: str, error: type[DseError] = DseError) -> str:
+    """``value`` as one plain directory name, or ``error`` naming ``key``: every name that becomes a path under
+    ``results_dir`` (a benchmark, a platform, a case, a study) passes here after interpolation, so no name writes
+    outside it (``..``, ``/etc/x``, an environment variable holding a path) or past the file system's name limit."""
+    text = "" if value is None else str(value)
+    if not DIR_NAME.fullmatch(text):
+        raise error(f"{key} must be a plain directory name (letters, digits and . _ + = -, starting with a letter or "
+                    f"digit, at most 100 characters), got {text[:120]!r}{'...' if len(text) > 120 else ''}")
+    return text
 
 
 def bounded_int(value, name: str, lo: int, hi: int) -> int:

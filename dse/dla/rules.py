@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+from dse.core.validate import check_keys
 from dse.core.configuration import PRECISIONS
 from dse.core.errors import DseError
 
@@ -118,9 +119,7 @@ def parse_ruleset(d: dict, where: str) -> DlaRuleSet:
     """A rule set from its YAML mapping; every key checked (a typo in a rule would silently drop it)."""
     if not isinstance(d, dict):
         raise DseError(f"{where}: a DLA rule set must be a mapping")
-    unknown = sorted(set(d) - {"name", "version", "jetpack", "source", "limits", "ops", "rewrites"})
-    if unknown:
-        raise DseError(f"{where}: unknown key {unknown[0]!r}; valid: name, version, jetpack, source, limits, ops, rewrites")
+    check_keys(d, ("name", "version", "jetpack", "source", "limits", "ops", "rewrites"), f"key of {where}")
     for key in ("name", "version", "source", "limits", "ops"):
         if key not in d:
             raise DseError(f"{where}: missing key {key!r}")
@@ -135,9 +134,7 @@ def parse_ruleset(d: dict, where: str) -> DlaRuleSet:
     ops = {}
     for op, rd in (d["ops"] or {}).items():
         rd = rd or {}
-        bad = sorted(set(rd) - set(OP_KEYS))
-        if bad:
-            raise DseError(f"{where}: ops.{op} has unknown key {bad[0]!r}; valid: {', '.join(OP_KEYS)}")
+        check_keys(rd, OP_KEYS, f"key of {where} ops.{op}")
         limits = {}
         for feat, span in (rd.get("limits") or {}).items():
             if not isinstance(span, (list, tuple)) or len(span) != 2:

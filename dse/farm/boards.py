@@ -7,6 +7,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+from dse.core.validate import check_keys
 from dse.core.errors import DseError, choices_error
 
 KEYS = ("name", "model", "jetpack", "target", "workdir", "python")
@@ -55,9 +56,7 @@ def load_board(name: str) -> Board:
     if name not in choices:
         raise choices_error("board", name, choices or ["(none: add config/boards/<name>.yaml)"])
     raw = OmegaConf.to_container(OmegaConf.load(config_dir() / "boards" / f"{name}.yaml"), resolve=True)
-    unknown = sorted(set(raw) - set(KEYS))
-    if unknown:
-        raise DseError(f"board {name}: unknown key {unknown[0]!r}; valid keys: {', '.join(KEYS)}")
+    check_keys(raw, KEYS, f"key of board {name}")
     if raw.get("name", name) != name:
         raise DseError(f"board {name}: its file says name {raw['name']!r}; the name is the file's stem")
     models = group_choices("platform")

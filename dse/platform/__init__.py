@@ -10,6 +10,7 @@ says so by name.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -528,7 +529,7 @@ def _number(value, where: str, low: float = 0.0, high: float | None = None, stri
             raise TypeError
     except (TypeError, ValueError):
         raise DseError(f"{where} must be a number, got {value!r}") from None
-    if (x <= low if strict else x < low) or (high is not None and x > high):
+    if math.isnan(x) or (x <= low if strict else x < low) or (high is not None and x > high):   # NaN <= low is False
         bounds = f"{'(' if strict else '['}{low:g}, {'inf)' if high is None else f'{high:g}]'}"
         raise DseError(f"{where} must be in {bounds}, got {value!r}")
     return x

@@ -35,9 +35,9 @@ def group_runs(problem: Problem, result: dict) -> tuple[list[PeriodicApp], dict,
 
 def deploy_runs(evaluator, problem: Problem, result: dict, settings, *, seed: int = 0) -> pd.DataFrame:
     """One row per run (synchronous, random phase): misses, jobs, worst response and its ratio to the WCRT. Both
-    runs are one deployment (``dse.systems.multi.backend.deployment_config``, repeats 0 and 1) measured through
+    runs are one deployment (``dse.backends.sim.deployment.deployment_config``, repeats 0 and 1) measured through
     ``evaluator`` (over a ``DeploymentBackend``), rows of its store."""
-    from dse.systems.multi.backend import deployment_config
+    from dse.backends.sim.deployment import deployment_config
 
     if not result["feasible"]:
         return pd.DataFrame()

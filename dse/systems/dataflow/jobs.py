@@ -94,7 +94,7 @@ def deploy(ddir: str, fps: float, method: str, seed: int) -> pd.DataFrame:
     from dse.evaluate import Evaluator
     from dse.platform import load_platform
     from dse.systems.dataflow.deploy import deploy_runs
-    from dse.systems.multi.backend import DeploymentBackend
+    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.networks import case_platform
 
     settings, platform, case_seed, problem = load_problem(ddir)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from dse.core.errors import DseError, choices_error
-from dse.core.validate import check_keys
+from dse.core.validate import check_keys, dir_name
 from dse.systems.multi.settings import WCET_RULES, _num, check_pareto_choices
 
 METHODS = ("heuristic-ga", "entire-ga", "baseline")
@@ -159,7 +159,7 @@ class DataflowSettings:
         check_pareto_choices(subs["pareto"], "dataflow")
         if "seconds" in subs["deploy"] and _num(subs["deploy"]["seconds"], "dataflow.deploy.seconds") <= 0:
             raise DseError(f"dataflow.deploy.seconds must be > 0, got {subs['deploy']['seconds']!r}")
-        return cls(name=str(d["name"]), precision=precision, input_size=size, networks=nets,
+        return cls(name=dir_name(d["name"], "dataflow.name"), precision=precision, input_size=size, networks=nets,
                    groups=tuple(specs[g] for g in prio), random_graphs=rnd, fps=fps, methods=methods, seeds=seeds,
                    cpu_cores=cores, controller_core=None if ctrl is None else int(ctrl),
                    prepost_us=d.get("prepost_us"), tasktime=d.get("tasktime"), pareto=subs["pareto"], ga=subs["ga"],

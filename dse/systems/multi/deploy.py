@@ -53,8 +53,8 @@ def power_fit(evaluator, fronts: dict[str, pd.DataFrame], tasks: dict[str, pd.Da
               seed: int = 0) -> tuple[PowerFit, dict]:
     """The PowerFit and the sweeps it was fitted to (records for powerfit.json). The idle rails are the platform's
     power model at each level; each dynamic sweep point is one run of a network alone at one clock, measured as a
-    deployment through ``evaluator`` (over a ``dse.systems.multi.backend.DeploymentBackend``), one batch."""
-    from dse.systems.multi.backend import deployment_config
+    deployment through ``evaluator`` (over a ``dse.backends.sim.deployment.DeploymentBackend``), one batch."""
+    from dse.backends.sim.deployment import deployment_config
 
     board = evaluator.backend
     platform = board.platform
@@ -117,9 +117,9 @@ def scenario_run(case, combine: dict, row) -> tuple[list[PeriodicApp], dict, dic
 
 def deploy_rows(evaluator, case, combine: dict, freqtable: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """Every feasible (FPS, scenario) entry of a method's frequency table run on the virtual board, measured as one
-    batch through ``evaluator`` (over a ``dse.systems.multi.backend.DeploymentBackend``; an infeasible entry is
+    batch through ``evaluator`` (over a ``dse.backends.sim.deployment.DeploymentBackend``; an infeasible entry is
     a refused row of its store), with what the store has no field for read off each run's ``PeriodicResult``."""
-    from dse.systems.multi.backend import deployment_config
+    from dse.backends.sim.deployment import deployment_config
 
     seconds = float(case.settings.deploy.get("seconds", 10))
     repeats = int(case.settings.deploy.get("repeats", 3))

@@ -152,7 +152,7 @@ def powerfit(mdir: str) -> dict:
     """Idle and per-network dynamic power sweeps on the board -> the energy model's regressions."""
     from dse.backends.base import MeasureSettings
     from dse.evaluate import Evaluator
-    from dse.systems.multi.backend import DeploymentBackend
+    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.deploy import power_fit
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform
@@ -180,7 +180,7 @@ def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     a row of ``cache/deploy-<fsm>-<method>.parquet``."""
     from dse.backends.base import MeasureSettings
     from dse.evaluate import Evaluator
-    from dse.systems.multi.backend import DeploymentBackend
+    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.deploy import deploy_rows
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform

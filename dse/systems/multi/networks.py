@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+from dse.core.validate import check_keys
 from dse.core.errors import DseError
 
 
@@ -21,9 +22,7 @@ def prepost_of(prepost_us: dict | None, network: str | None = None) -> dict | No
     if network not in d:
         raise DseError(f"prepost_us has no entry for {network!r}; it lists {sorted(d)} (or give one {{pre, post}})")
     sub = dict(d[network] or {})
-    bad = sorted(set(sub) - {"pre", "post"})
-    if bad:
-        raise DseError(f"prepost_us.{network}: unknown key {bad[0]!r}; valid: post, pre")
+    check_keys(sub, ("pre", "post"), f"key of prepost_us.{network}")
     return sub
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from dse.core.validate import check_keys, dir_name
 from dse.core.errors import DseError, choices_error
 
 METHODS = ("BS", "GB", "PR-GB", "LC", "SOTA", "PR")
@@ -58,9 +59,7 @@ class MultiSettings:
         from dse.core.configuration import PRECISIONS
 
         d = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
-        for k in d:
-            if k not in KEYS:
-                raise choices_error("multi setting", k, KEYS)
+        check_keys(d, KEYS, "multi setting")
         missing = [k for k in ("name", "apps", "priorities", "fsms") if not d.get(k)]
         if missing:
             raise DseError(f"multi config {d.get('name', '?')!r} needs {', '.join(missing)}")
@@ -71,9 +70,7 @@ class MultiSettings:
                 subs[key] = None
                 continue
             sub = dict(sub or {})
-            for k in sub:
-                if k not in valid:
-                    raise choices_error(f"multi.{key} setting", k, valid)
+            check_keys(sub, valid, f"multi.{key} setting")
             subs[key] = sub
         if not isinstance(d["apps"], dict):
             raise DseError(f"multi.apps must map app names to benchmarks (e.g. {{app0: yolov2}}), got {d['apps']!r}")
@@ -160,7 +157,8 @@ class MultiSettings:
         order = tuple(str(k) for k in d.get("freq_order") or ("gpu", "cpu", "dla"))
         if sorted(order) != ["cpu", "dla", "gpu"]:
             raise DseError(f"multi.freq_order must order cpu, gpu and dla once each, got {list(order)}")
-        return cls(name=str(d["name"]), precision=precision, input_size=size, apps=apps, priorities=prio,
+        return cls(name=dir_name(d["name"], "multi.name"), precision=precision, input_size=size, apps=apps,
+                   priorities=prio,
                    fsms=fsms, fps=fps, methods=methods, cpu_cores=cores,
                    controller_core=None if ctrl is None else int(ctrl),
                    controller_us=controller_us,

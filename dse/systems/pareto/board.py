@@ -29,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dse.core.validate import check_keys
 from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
 
@@ -44,9 +45,7 @@ GPU_POWER_KEYS = ("idle_min_w", "idle_max_w", "busy_w", "exponent")
 
 def _keys(d, valid, where: str) -> dict:
     d = dict(d or {})
-    for k in d:
-        if k not in valid:
-            raise choices_error(f"key of {where}", k, valid)
+    check_keys(d, valid, f"key of {where}")
     missing = [k for k in valid if k not in d]
     if missing:
         raise DseError(f"{where}: missing {', '.join(missing)}")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dse.core.validate import check_keys
 from dse.core.errors import DseError, choices_error
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from dse.config import Plan, read_part
@@ -29,9 +30,7 @@ def check_settings(d: dict) -> dict:
     """The ``pareto`` group, every key and value checked (a bad one named with the valid choices)."""
     from dse.systems.pareto.model import COMM_MODES, IDLE_TIMES
 
-    for k in d:
-        if k not in SETTING_KEYS:
-            raise choices_error("pareto setting", k, SETTING_KEYS)
+    check_keys(d, SETTING_KEYS, "pareto setting")
     missing = [k for k in SETTING_KEYS if k not in d]
     if missing:
         raise DseError(f"pareto settings lack {', '.join(missing)} (config/pareto/default.yaml has them all)")

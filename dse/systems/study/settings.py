@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dse.core.errors import DseError
-from dse.core.validate import check_keys
+from dse.core.validate import check_keys, dir_name
 
 # grid key -> the override of one point's value ("{v}" replaced)
 GRID_KEYS = {"benchmarks": "benchmark={v}", "precisions": "precision={v}", "input_sizes": "benchmark.input_size={v}",
@@ -40,12 +40,8 @@ class StudySettings:
         from omegaconf import OmegaConf
 
         raw = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
-        unknown = sorted(set(raw) - set(KEYS))
-        if unknown:
-            raise DseError(f"unknown key {unknown[0]!r} in study; valid keys: {', '.join(KEYS)}")
-        name = str(raw.get("name") or "")
-        if not name or "/" in name or name.startswith("."):
-            raise DseError(f"study.name must be a plain directory name, got {name!r}")
+        check_keys(raw, KEYS, "key of study")
+        name = dir_name(raw.get("name"), "study.name")
         grid = raw.get("grid") or {}
         if not isinstance(grid, dict) or not grid:
             raise DseError(f"study {name}: the grid is empty; name at least one of {', '.join(GRID_KEYS)}")

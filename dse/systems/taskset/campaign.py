@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from dse.core.validate import check_keys
 from dse.core.validate import bounded_int
 from dse.systems.taskset.errors import TasksetError
 from dse.systems.taskset.generate import generate_set, set_rng
@@ -64,9 +65,7 @@ def from_config(node: dict, scenario: str | None = None, seed: int = 0,
     """The variant table and one scenario's campaign settings from a ``config/taskset/*.yaml`` node. A node with
     ``measure`` instead of ``variants`` gets its times from ``measured`` (the ``variants.yaml`` a job wrote:
     unit, frame, variants); without them the table holds no times, for checking a plan."""
-    unknown = sorted(set(node) - set(TABLE_KEYS))
-    if unknown:
-        raise TasksetError(f"unknown key {unknown[0]!r} in taskset; valid keys: {', '.join(TABLE_KEYS)}")
+    check_keys(node, TABLE_KEYS, "key of taskset", TasksetError)
     if node.get("measure") is not None:
         from dse.systems.taskset.measured import MeasureSpec
 

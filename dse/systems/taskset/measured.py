@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from dse.core.validate import check_keys
 from dse.core.measurement import Measurement
 from dse.core.validate import bounded_int
 from dse.systems.taskset.errors import TasksetError
@@ -57,9 +58,7 @@ class MeasureSpec:
     def from_dict(cls, d: dict) -> MeasureSpec:
         if not isinstance(d, dict):
             raise TasksetError(f"taskset.measure must be a mapping with keys {', '.join(MEASURE_KEYS)}, got {d!r}")
-        unknown = sorted(set(d) - set(MEASURE_KEYS))
-        if unknown:
-            raise TasksetError(f"unknown key {unknown[0]!r} in taskset.measure; valid keys: {', '.join(MEASURE_KEYS)}")
+        check_keys(d, MEASURE_KEYS, "key of taskset.measure", TasksetError)
         kw = {k: v for k, v in d.items() if v is not None}
         for key in ("networks", "cpu_cores"):
             if key in kw:

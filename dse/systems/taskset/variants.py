@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dse.core.validate import positive_float
+from dse.core.validate import positive_float, dir_name
 from dse.systems.taskset.errors import TasksetError
 
 # 2/4/6 CPU cores, CUDA ("regular") cores on 4/8 SMs, Tensor cores on 4/8 SMs, one NVDLA, both NVDLAs as a block
@@ -59,7 +59,7 @@ class VariantTable:
     @classmethod
     def from_dict(cls, d: dict, measured_later: bool = False) -> VariantTable:
         """``measured_later``: the times come from a job (``dse.systems.taskset.measured``); check the rest, hold none."""
-        name = str(d.get("name", "variants"))
+        name = dir_name(d.get("name", "variants"), "taskset.name", TasksetError)
         unit = d.get("unit")
         if unit not in TIME_UNITS:
             raise TasksetError(f"variant table {name}: time unit {unit!r} missing or unknown; valid choices: "

@@ -43,7 +43,7 @@ def test_shipped_boards_load():
 @pytest.mark.parametrize("text, match", [
     ("name: b\nmodel: xavier-agx\ntarget: 'nvidia@host:port'\n", "target 'nvidia@host:port' is neither"),
     ("name: b\nmodel: tx9\ntarget: local\n", "unknown model of board b: 'tx9'; valid choices: galaxy-s9-sim"),
-    ("name: b\nmodel: host-cpu\ntarget: local\nip: 1.2.3.4\n", "unknown key 'ip'; valid keys: name, model"),
+    ("name: b\nmodel: host-cpu\ntarget: local\nip: 1.2.3.4\n", "unknown key of board b 'ip'; valid choices: jetpack, model, name"),
     ("name: c\nmodel: host-cpu\ntarget: local\n", "its file says name 'c'"),
 ])
 def test_bad_board_is_refused_by_name(config_copy, text, match):

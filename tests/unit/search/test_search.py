@@ -558,6 +558,9 @@ def test_run_search_end_to_end_asks_nothing_twice_and_reproduces():
     assert r.fps >= (1 - settings.degradation) * r.extra["finetune"].extra["reference_fps"]
     doc = r.to_dict()
     json.dumps(doc)
+    written = {(o, tuple(t)) for o, res in doc["options"].items() for t in res["tuples"]}
+    written |= {(o, tuple(t)) for o, ts in doc["search"]["tuples_by_option"].items() for t in ts}
+    assert doc["unique_tuples"] == len(written) == r.extra["unique_tuples"]   # the files count the same tuples
     again = run_search(space, CachingEvaluator(model), BASE, settings).to_dict()
     assert again == doc
     other = run_search(space, CachingEvaluator(model), BASE, settings.with_(seed=8)).to_dict()

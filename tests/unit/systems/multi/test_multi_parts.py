@@ -72,7 +72,7 @@ def test_a_deployment_is_a_configuration_measured_and_replayed_from_its_store(tm
     from dse.evaluate import Evaluator
     from dse.platform import load_platform
     from dse.store import read
-    from dse.systems.multi.backend import DeploymentBackend, deployment_config, deployment_of
+    from dse.backends.sim.deployment import DeploymentBackend, deployment_config, deployment_of
 
     platform = load_platform("xavier-agx-sim")
     apps = [PeriodicApp("a", 1e6 / 30, 0, (PeriodicStage("cpu", (1500.0,), "pre"),

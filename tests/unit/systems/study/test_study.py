@@ -35,7 +35,7 @@ def test_bad_grid_is_refused_by_name(grid, overrides, match):
 
 
 def test_unknown_study_key_is_refused():
-    with pytest.raises(DseError, match="unknown key 'grids' in study"):
+    with pytest.raises(DseError, match="unknown key of study 'grids'; valid choices: "):
         StudySettings.from_dict({"name": "g", "grids": GRID})
 
 
@@ -82,3 +82,19 @@ def test_study_target_explores_each_point_and_reruns_only_new_ones(tmp_path):
     bigger = small.replace("input_sizes=[64]", "input_sizes=[64,96]")
     jobs = _jobs(snakemake(wd, "-n", "study", "--config", f"overrides={bigger}"))
     assert jobs.count("analyze") == 2 and jobs.count("finetune") == 2 and jobs.count("study_merge") == 1
+
+
+@pytest.mark.parametrize("plan, override, key", [
+    ("dse.systems.multi.jobs:plan_multi", "multi=tiny,multi.name=../up", "multi.name"),
+    ("dse.systems.dataflow.jobs:plan_dataflow", "dataflow=tiny,dataflow.name=/etc/x", "dataflow.name"),
+    ("dse.workflow.study:plan_study", "study=tiny,study.name=x/y", "study.name"),
+    ("dse.systems.pareto.jobs:plan_pareto", "pareto=default,benchmark.name=..", "benchmark.name"),
+])
+def test_a_name_that_would_leave_results_dir_is_refused_at_planning(plan, override, key):
+    """Every name that becomes a path is one plain directory name: a case, a study or a benchmark named
+    ``../up`` or ``/etc/x`` would plan its directory outside ``results_dir``."""
+    import importlib
+
+    module, name = plan.split(":")
+    with pytest.raises(DseError, match=f"{key} must be a plain directory name"):
+        getattr(importlib.import_module(module), name)({"overrides": f"[{override}]"})

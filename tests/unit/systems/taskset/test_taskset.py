@@ -165,7 +165,7 @@ def test_bad_campaign_settings_name_the_value():
     with pytest.raises(TasksetError, match="utilization threshold must be > 0"):
         generate_set(np.random.default_rng(0), table, "dla2", -1.0)
     node = {**table.to_dict(), "colour": 1}
-    with pytest.raises(TasksetError, match="unknown key 'colour'"):
+    with pytest.raises(TasksetError, match="unknown key of taskset 'colour'; valid choices: "):
         from_config(node, "nvdla")
 
 
@@ -272,7 +272,7 @@ def test_measured_variants_are_store_rows_a_rerun_reads(tmp_path, monkeypatch):
     ({"dla_precision": "fp32"}, "dla_precision 'fp32' on xavier-agx-sim; valid choices: fp16, int8"),
     ({"cpu_cores": [3]}, "cpu_cores 3"),
     ({"sm_fraction": 1.5}, "sm_fraction must be in"),
-    ({"colour": 1}, "unknown key 'colour' in taskset.measure"),
+    ({"colour": 1}, "unknown key of taskset.measure 'colour'; valid choices: "),
 ])
 def test_bad_measure_specs_name_the_value(change, message):
     from dse.systems.taskset.measured import MeasureSpec
