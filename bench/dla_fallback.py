@@ -43,7 +43,8 @@ def one(network: str, variant: str, precision: str = "int8", repeats: int = 5, r
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
         cfg, analysis, backend, space, settings, base = search_setup(network, precision, Path(tmp), platform,
                                                                      ("search.strategy=proposed",
-                                                                      f"benchmark.model={network}{suffix}"))
+                                                                      f"benchmark.model={network}{suffix}",
+                                                                      f"benchmark.name={network}{suffix}"))
         ev = Evaluator(backend, seed=int(cfg.seed))
         result = run_search(space, Study(ev), base, settings)
         best = result.config

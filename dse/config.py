@@ -95,12 +95,16 @@ def compose_config(overrides=None) -> DictConfig:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-            cfg = compose(config_name="config", overrides=overrides)
+            cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
     except (HydraException, OmegaConfBaseException) as exc:
         raise DseError(_explain_hydra_error(exc, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
+    choices = dict(cfg.hydra.runtime.choices)
+    OmegaConf.set_struct(cfg, False)
+    del cfg["hydra"]
     OmegaConf.resolve(cfg)
+    _check_run_names(cfg, choices, overrides)
     OmegaConf.set_struct(cfg, False)
     supported = cfg.platform.get("precisions")
     explicit = any(o.split("=", 1)[0].lstrip("+~") == "precision" for o in overrides)
@@ -111,6 +115,28 @@ def compose_config(overrides=None) -> DictConfig:
     validate(cfg)
     OmegaConf.set_struct(cfg, True)
     return cfg
+
+
+def _check_run_names(cfg: DictConfig, choices: dict, overrides: list[str]) -> None:
+    """A run is filed and titled by its benchmark's and platform's names, so a name must say what is measured:
+    a group file names itself after its file (a copy that kept the other's ``name:`` would write into that one's
+    run directory), and a model or weights that replace the benchmark's own need a name of their own
+    (``benchmark.model=my.onnx`` alone would be filed and titled as the default benchmark)."""
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    for group in ("benchmark", "platform"):
+        choice, name = choices.get(group), cfg[group].get("name")
+        if choice and f"{group}.name" not in given and str(name) != str(choice):
+            raise DseError(f"config/{group}/{choice}.yaml names itself {name!r}: a {group} file's name is its file's "
+                           f"stem (runs are filed by it); set `name: {choice}` in it, or override {group}.name")
+    replaced = [k for k in ("benchmark.model", "benchmark.weights") if k in given]
+    if replaced and "benchmark.name" not in given:
+        shipped = OmegaConf.load(config_dir() / "benchmark" / f"{choices.get('benchmark')}.yaml")
+        for key in replaced:
+            field = key.split(".", 1)[1]
+            if cfg.benchmark.get(field) != shipped.get(field):
+                raise DseError(f"{key}={cfg.benchmark.get(field)} replaces benchmark {cfg.benchmark.name}'s "
+                               f"{field}: name the run after what it measures with benchmark.name=<name> (it would "
+                               f"be filed and titled as {cfg.benchmark.name})")
 
 
 def _explain_hydra_error(exc: Exception, overrides: list[str]) -> str:

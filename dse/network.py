@@ -7,6 +7,7 @@ from pathlib import Path
 import onnx
 from omegaconf import DictConfig
 
+from dse.core.validate import MAX_MODEL_BYTES, MAX_TEXT_BYTES, regular_file
 from dse.core.errors import DseError
 
 
@@ -27,15 +28,16 @@ def check_model_source(source: dict) -> None:
 
     model = source["model"]
     if model.endswith(".onnx"):
-        if not Path(model).is_file():
-            raise DseError(f"benchmark.model {model!r}: no such file")
+        regular_file(model, "benchmark.model", MAX_MODEL_BYTES)
     else:
+        if model.endswith(".cfg"):
+            regular_file(model, "benchmark.model", MAX_TEXT_BYTES)
         try:
             resolve(model)   # the zoo's own resolution: a zoo name or a .cfg file
         except DseError as exc:
             raise DseError(f"benchmark.model: {exc}") from None
-    if source["weights"] is not None and not Path(source["weights"]).is_file():
-        raise DseError(f"benchmark.weights {source['weights']!r}: no such file")
+    if source["weights"] is not None:
+        regular_file(source["weights"], "benchmark.weights", 2 * MAX_MODEL_BYTES)
 
 
 def build_model(source: dict, weight_free: bool = False) -> onnx.ModelProto:
@@ -48,8 +50,8 @@ def build_model(source: dict, weight_free: bool = False) -> onnx.ModelProto:
         from dse.graph.model import read_model
 
         return read_model(model)[0]
-    if model.endswith(".cfg") and not Path(model).is_file():
-        raise DseError(f"benchmark.model {model!r}: no such file")
+    if model.endswith(".cfg"):
+        regular_file(model, "benchmark.model", MAX_TEXT_BYTES)
     return zoo.build_network(model, input_size=source["input_size"], batch=source["batch"],
                              seed=source["seed"], weights=source["weights"], weight_free=weight_free)
 

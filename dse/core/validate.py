@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from dse.core.errors import DseError, choices_error
 
@@ -31,6 +33,30 @@ def dir_name(value, key: str, error: type[DseError] = DseError) -> str:
         raise error(f"{key} must be a plain directory name (letters, digits and . _ + = -, starting with a letter or "
                     f"digit, at most 100 characters), got {text[:120]!r}{'...' if len(text) > 120 else ''}")
     return text
+
+
+MAX_MODEL_BYTES = 2**31      # protobuf's limit on one message: an .onnx file past it cannot be an ONNX model
+MAX_TEXT_BYTES = 2**24       # a Darknet .cfg, a YAML file: 16 MiB is far past any real one
+
+
+def regular_file(path, what: str, max_bytes: int) -> Path:
+    """``path`` if it names a regular file of at most ``max_bytes`` (symlinks followed), else a DseError naming it:
+    a device (``/dev/zero``) would be read to the memory limit and a FIFO would block the reader forever, so both
+    are refused before anything opens them."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise DseError(f"{what} {str(path)!r}: no such file") from None
+    except OSError as exc:
+        raise DseError(f"{what} {str(path)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DseError(f"{what} {str(path)!r} is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise DseError(f"{what} {str(path)!r} is not a regular file (a device, a FIFO or a socket): refused unread")
+    if st.st_size > max_bytes:
+        raise DseError(f"{what} {str(path)!r} has {st.st_size:,} bytes; at most {max_bytes:,} are read")
+    return p
 
 
 def bounded_int(value, name: str, lo: int, hi: int) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from dse.core.validate import MAX_MODEL_BYTES, regular_file
 from dse.core.errors import DseError
 from dse.graph.tensors import format_shape, node_reads, rename_reads, static_shape
 
@@ -88,6 +89,7 @@ def read_model(source) -> tuple[onnx.ModelProto, str]:
         raise DseError(f"model file {label!r} not found")
     if path.is_dir():
         raise DseError(f"{label} is not an ONNX model: it is a directory")
+    regular_file(path, "model file", MAX_MODEL_BYTES)
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:

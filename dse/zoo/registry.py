@@ -9,7 +9,8 @@ from pathlib import Path
 
 import onnx
 
-from dse.core.errors import DseError, choices_error
+from dse.core.validate import MAX_TEXT_BYTES, regular_file
+from dse.core.errors import choices_error
 from dse.store.atomic import write_bytes_atomic
 from dse.zoo.darknet import convert, count_nodes
 
@@ -98,10 +99,7 @@ def resolve(name_or_cfg: str | Path) -> tuple[Path, int | None]:
     if text in ZOO:
         return cfg_path(text), ZOO[text].input_size
     if isinstance(name_or_cfg, Path) or text.endswith(".cfg") or os.sep in text:
-        path = Path(text)
-        if not path.is_file():
-            raise DseError(f"cfg file not found: {path}")
-        return path, None
+        return regular_file(text, "cfg file", MAX_TEXT_BYTES), None
     raise choices_error("network", text, [*ZOO, *(f"NAME-{a}" for a in VARIANT_ACTIVATIONS)])
 
 

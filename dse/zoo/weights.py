@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dse.core.validate import MAX_MODEL_BYTES, regular_file
 from dse.core.errors import DseError
 
 # AlexeyAB's darknet normalizes with sqrt(var + 1e-5); the original pjreddie code used sqrt(var) + 1e-6.
@@ -48,9 +49,7 @@ class DarknetWeights:
     """
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise DseError(f"weights file not found: {self.path}")
+        self.path = regular_file(path, "weights file", 2 * MAX_MODEL_BYTES)
         data = self.path.read_bytes()
         if len(data) < 16:
             raise DseError(f"{self.path}: too short for a Darknet weights header ({len(data)} bytes)")

@@ -5,6 +5,7 @@ The workflow's own bad inputs (planning refuses before any job runs) are in test
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ def inputs(tmp_path):
     (d / "truncated.onnx").write_bytes(whole[: len(whole) // 3])
     (d / "nofilters.cfg").write_text("[net]\nwidth=32\nheight=32\nchannels=3\n\n[convolutional]\nsize=3\n")
     (d / "adir").mkdir()
+    os.mkfifo(d / "fifo.onnx")                      # a reader would block forever
+    (d / "zero.onnx").symlink_to("/dev/zero")        # a reader would read to the memory limit
+    (d / "zero.cfg").symlink_to("/dev/zero")
     (d / "afile").write_text("x")
     (d / "notyaml.yaml").write_text("config: [unclosed\n")
     cfg = {"benchmark": "yolov4", "platform": "xavier-agx-sim", "option": "PND-B", "cuts": [52, 134],
@@ -88,11 +92,11 @@ CASES = [
     (["measure", *TINY, "--option", "PND-A", A_CUT, "--streams", "1,1"], 1, "needs at least 2 streams, got 1"),
     (["measure", *TINY, "--option", "A", "--cuts", "0", "--streams", "2,2"], 1, "infeasible cuts [0]"),
     (["measure", *TINY, "batch=300"], 1, "batch 300 exceeds the limit of 256"),
-    (["measure", "benchmark.model={in}/text.onnx"], 2, "text.onnx is not an ONNX model"),
-    (["measure", "benchmark.model={in}/empty.onnx"], 2, "empty.onnx is not an ONNX model"),
-    (["measure", "benchmark.model={in}/truncated.onnx"], 2, "truncated.onnx is not an ONNX model"),
-    (["measure", "benchmark.model={in}/nope.onnx"], 2, "nope.onnx"),
-    (["measure", "benchmark.model={in}/nofilters.cfg"], 2, "missing required option 'filters'"),
+    (["measure", "benchmark.model={in}/text.onnx", "benchmark.name=mine"], 2, "text.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/empty.onnx", "benchmark.name=mine"], 2, "empty.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/truncated.onnx", "benchmark.name=mine"], 2, "truncated.onnx is not an ONNX model"),
+    (["measure", "benchmark.model={in}/nope.onnx", "benchmark.name=mine"], 2, "nope.onnx"),
+    (["measure", "benchmark.model={in}/nofilters.cfg", "benchmark.name=mine"], 2, "missing required option 'filters'"),
     (["measure", *TINY, "--gantt", "{in}/adir"], 2, "adir is a directory: give a file path"),
     (["measure", *TINY, "platform=host-cpu", "precision=int8"], 2, "runs precision(s) fp32, not int8"),
     (["measure", *TINY, "platform=xavier-agx"], 2, "INT8 engines need the network's TensorRT calibration cache"),
@@ -131,6 +135,15 @@ CASES = [
     (["measure", *TINY, "platform.name=a/b"], 2, "platform.name must be a plain directory name (letters"),
     (["measure", *TINY, "platform.cost.cpu.Carmel.bandwidth_gbs=nan"], 2, "bandwidth_gbs must be in (0, inf), got nan"),
     (["measure", *TINY, "platform.cost.cpu.Carmel.efficiency.conv=NaN"], 2, "efficiency.conv must be in (0, 1], got nan"),
+    # --- a run is named after what it measures ------------------------------------------------------------------
+    (["measure", "benchmark.model={in}/text.onnx"], 2, "replaces benchmark yolov4's model: name the run after what"),
+    (["measure", *TINY, "benchmark.weights={in}/afile"], 2, "benchmark.weights={in}/afile replaces benchmark tiny-"),
+    # --- files that are not regular: refused before they are opened ----------------------------------------------
+    (["inspect", "{in}/fifo.onnx"], 2, "{in}/fifo.onnx' is not a regular file"),
+    (["inspect", "{in}/zero.onnx"], 2, "{in}/zero.onnx' is not a regular file"),
+    (["measure", "benchmark.model={in}/fifo.onnx", "benchmark.name=mine"], 2, "is not a regular file"),
+    (["measure", "benchmark.model={in}/zero.cfg", "benchmark.name=mine"], 2, "is not a regular file"),
+    (["measure", *TINY, "benchmark.weights={in}/fifo.onnx", "benchmark.name=mine"], 2, "weights file '{in}/fifo.onnx' is not a regular file"),
     # --- other commands ---------------------------------------------------------------------------------------
     (["calibrate", "--platform", "nope"], 2, "unknown platform 'nope'; valid choices:"),
     (["workflow", "maximize", "{in}/norun-b1-64"], 2, "config/platform.yaml is missing"),

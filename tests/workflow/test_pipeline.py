@@ -189,7 +189,8 @@ BAD_OVERRIDES = [
     ("search.top_k=0", "search.top_k must be an integer in 1..1,000, got 0"),
     ("batch=512", "batch 512 exceeds the limit of 256 on xavier-agx-sim (platform.limits.max_batch)"),
     ("reuse_from=/nonexistent/run", "reuse_from='/nonexistent/run' is not a finished run directory"),
-    ("benchmark.model=/nonexistent/net.onnx", "benchmark.model '/nonexistent/net.onnx': no such file"),
+    ("benchmark.model=/nonexistent/net.onnx,benchmark.name=net", "benchmark.model '/nonexistent/net.onnx': no such file"),
+    ("benchmark.model=tiny-chain", "benchmark.model=tiny-chain replaces benchmark yolov4's model: name the run"),
     ("platform.limits.max_buffers=0", "limits.max_buffers must be a positive integer"),
 ]
 

@@ -100,3 +100,25 @@ def test_threads_that_share_the_inference_cores_stop_at_the_cores():
     assert cores >= 1 and load_platform("xavier-agx-sim").shared_cores() == 0
     assert (host["search"]["max_pre"], host["search"]["max_post"]) == (min(8, cores), min(8, cores))
     assert (xavier["search"]["max_pre"], xavier["search"]["max_post"]) == (8, 8)
+
+
+def test_a_copied_group_file_that_keeps_the_others_name_is_refused(tmp_path, monkeypatch):
+    """Runs are filed by the benchmark's and the platform's names: a copy of yolov4.yaml (or of a platform) that
+    kept ``name: yolov4`` would write into yolov4's run directories, so a group file's name is its stem."""
+    import shutil
+    from pathlib import Path
+
+    from dse.config import compose_config
+    from dse.core.errors import DseError
+
+    repo = Path(__file__).resolve().parents[3]
+    shutil.copytree(repo / "config", tmp_path / "config")
+    monkeypatch.setenv("DSE_CONFIG_DIR", str(tmp_path / "config"))
+    shutil.copy(tmp_path / "config/benchmark/yolov4.yaml", tmp_path / "config/benchmark/mine.yaml")
+    shutil.copy(tmp_path / "config/platform/xavier-agx-sim.yaml", tmp_path / "config/platform/myboard.yaml")
+    with pytest.raises(DseError, match=r"config/benchmark/mine.yaml names itself 'yolov4': .* set `name: mine`"):
+        compose_config(["benchmark=mine"])
+    with pytest.raises(DseError, match=r"config/platform/myboard.yaml names itself 'xavier-agx-sim'"):
+        compose_config(["platform=myboard"])
+    assert compose_config(["benchmark=mine", "benchmark.name=mine"]).benchmark.name == "mine"   # named on purpose
+    assert compose_config(["benchmark.model=yolov4"]).benchmark.name == "yolov4"     # the benchmark's own model
