@@ -11,7 +11,11 @@ def add_parser(sub):
 
 
 def _show(args) -> int:
+    """Validated as planning validates a run (every part, against the platform): what this prints, a run accepts."""
     from dse.config import compose_config, to_yaml
+    from dse.workflow.plan import config_parts
 
-    print(to_yaml(compose_config(args.overrides)), end="")
+    cfg = compose_config(args.overrides)
+    config_parts(cfg)
+    print(to_yaml(cfg), end="")
     return 0

@@ -18,6 +18,9 @@ def _int_list(text: str, what: str) -> tuple[int, ...]:
         raise DseError(f"--{what} must be comma-separated integers (e.g. 87 or 30,45), got {text!r}") from None
 
 
+GANTT_FORMATS = (".png", ".svg", ".pdf")   # what matplotlib writes that a report shows
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "measure", help="measure one configuration (FPS, latency, utilization, power)",
@@ -48,6 +51,9 @@ def run(args) -> int:
 
     if args.gantt and Path(args.gantt).is_dir():   # before measuring: a refused output writes nothing
         raise DseError(f"{args.gantt} is a directory: give a file path to write to")
+    if args.gantt and Path(args.gantt).suffix.lower() not in GANTT_FORMATS:
+        raise DseError(f"--gantt {args.gantt}: the file's extension names the image format; valid: "
+                       f"{', '.join(GANTT_FORMATS)}")
     cfg = compose_config(args.overrides)
     cuts = _int_list(args.cuts, "cuts")
     streams = _int_list(args.streams, "streams") or (1,) * (len(cuts) + 1)

@@ -7,6 +7,13 @@ from pathlib import Path
 from dse.core.errors import DseError, choices_error
 
 
+# the range of every integer option (a 0 stride divides by zero, 2e9 filters allocate 201 GiB of weights):
+# far past any published network, so only nonsense is refused
+INT_RANGES = {"width": (1, 16384), "height": (1, 16384), "channels": (1, 4096), "batch": (1, 4096),
+              "filters": (1, 65536), "size": (1, 64), "stride": (1, 64), "groups": (1, 65536), "pad": (0, 1),
+              "padding": (0, 64), "batch_normalize": (0, 1), "group_id": (0, 65535), "output": (1, 1 << 20)}
+
+
 @dataclass
 class Section:
     """One `[type]` block; `index` is the Darknet layer index (-1 for [net]), `line` its line in the file."""
@@ -27,9 +34,13 @@ class Section:
                 raise DseError(f"{self.where()}: missing required option {key!r}")
             return default
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             raise DseError(f"{self.where()}: option {key}={raw!r} is not an integer") from None
+        lo, hi = INT_RANGES.get(key, (-(1 << 31), (1 << 31) - 1))
+        if not lo <= value <= hi:
+            raise DseError(f"{self.where()}: option {key}={value} is outside {lo}..{hi}")
+        return value
 
     def get_ints(self, key: str) -> list[int]:
         raw = self.options.get(key)

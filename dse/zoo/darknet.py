@@ -77,6 +77,16 @@ class Declared:
     shape: tuple[int, ...]
 
 
+MAX_LAYER_WEIGHTS = 1 << 28     # 1 GiB of fp32 in one layer: VGG-19's largest (fc6) holds 102.8 M; ONNX stops at 2 GB
+
+
+def _check_weights(sec: Section, count: int) -> None:
+    """Refuse a layer before its weights are drawn: a typo in a filter count would allocate them."""
+    if count > MAX_LAYER_WEIGHTS:
+        raise DseError(f"{sec.where()}: {count:,} weights in one layer (at most {MAX_LAYER_WEIGHTS:,}); check its "
+                       "filters, size and output")
+
+
 class _Converter:
     def __init__(self, sections: list[Section], batch: int, width: int, height: int, source, opset: int):
         self.sections, self.batch, self.source, self.opset = sections, batch, source, opset
@@ -151,6 +161,7 @@ class _Converter:
         if oh < 1 or ow < 1:
             raise DseError(f"{sec.where()}: input {h}x{w} too small for kernel {size} (use a larger input size)")
         fan_in = c // groups * size * size
+        _check_weights(sec, filters * fan_in)
         weight, bias = self.source.conv((filters, c // groups, size, size), bn, math.sqrt(1 / (fan_in * x.m2)))
         name = f"conv_{sec.index}"
         inputs = [x.name, self.const(f"{name}.weight", weight), self.const(f"{name}.bias", bias)]
@@ -270,6 +281,7 @@ class _Converter:
         n_out, n_in = sec.get_int("output", 1), flat.shape[0]
         activation = sec.get_choice("activation", "logistic", ACTIVATIONS)
         bn = bool(sec.get_int("batch_normalize", 0))
+        _check_weights(sec, n_out * n_in)
         weight, bias = self.source.connected((n_out, n_in), bn, math.sqrt(1 / (n_in * flat.m2)))
         name = f"connected_{sec.index}"
         inputs = [flat.name, self.const(f"{name}.weight", weight), self.const(f"{name}.bias", bias)]

@@ -33,6 +33,12 @@ def inputs(tmp_path):
     whole = build_network("tiny-chain").SerializeToString()
     (d / "truncated.onnx").write_bytes(whole[: len(whole) // 3])
     (d / "nofilters.cfg").write_text("[net]\nwidth=32\nheight=32\nchannels=3\n\n[convolutional]\nsize=3\n")
+    net = "[net]\nwidth=32\nheight=32\nchannels={c}\n\n"
+    conv = "[convolutional]\nfilters={f}\nsize=3\nstride=1\npad=1\nactivation=leaky\n"
+    (d / "channels0.cfg").write_text(net.format(c=0) + conv.format(f=4))
+    (d / "stride0.cfg").write_text(net.format(c=3) + "[maxpool]\nsize=2\nstride=0\n")
+    (d / "filters2e9.cfg").write_text(net.format(c=3) + conv.format(f=2_000_000_000))
+    (d / "wide.cfg").write_text(net.format(c=3) + conv.format(f=60000) + conv.format(f=60000))
     (d / "adir").mkdir()
     os.mkfifo(d / "fifo.onnx")                      # a reader would block forever
     (d / "zero.onnx").symlink_to("/dev/zero")        # a reader would read to the memory limit
@@ -138,6 +144,16 @@ CASES = [
     # --- a run is named after what it measures ------------------------------------------------------------------
     (["measure", "benchmark.model={in}/text.onnx"], 2, "replaces benchmark yolov4's model: name the run after what"),
     (["measure", *TINY, "benchmark.weights={in}/afile"], 2, "benchmark.weights={in}/afile replaces benchmark tiny-"),
+    # --- what config show prints, a run accepts; an output whose extension is no image format -------------------
+    (["config", "show", "search.refine_within=nan"], 2, "search.refine_within must be in [0, 1), got nan"),
+    (["config", "show", "search.options=[A,Z]"], 2, "unknown mapping option for platform xavier-agx-sim 'Z'"),
+    (["config", "show", "search.objective=energy", "platform=host-cpu"], 2, "need a power model"),
+    (["measure", *TINY, "--gantt", "{in}/schedule"], 2, "the file's extension names the image format; valid: .png"),
+    # --- Darknet cfg values that would divide by zero or allocate past memory ---------------------------------
+    (["measure", "benchmark.model={in}/channels0.cfg", "benchmark.name=mine"], 2, "option channels=0 is outside 1..4096"),
+    (["measure", "benchmark.model={in}/stride0.cfg", "benchmark.name=mine"], 2, "option stride=0 is outside 1..64"),
+    (["measure", "benchmark.model={in}/filters2e9.cfg", "benchmark.name=mine"], 2, "filters=2000000000 is outside"),
+    (["measure", "benchmark.model={in}/wide.cfg", "benchmark.name=mine"], 2, "weights in one layer (at most 268,435,456)"),
     # --- files that are not regular: refused before they are opened ----------------------------------------------
     (["inspect", "{in}/fifo.onnx"], 2, "{in}/fifo.onnx' is not a regular file"),
     (["inspect", "{in}/zero.onnx"], 2, "{in}/zero.onnx' is not a regular file"),
