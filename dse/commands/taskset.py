@@ -55,7 +55,7 @@ def _run(args) -> int:
         else:
             print(wf.report(pairs[0]))
         return 0
-    tdir, node, changed = wf.prepare(hydra_overrides(pairs))
+    tdir, node, changed = wf.prepare(hydra_overrides(pairs), wf.CLI_FAMILY)
     _with_progress(lambda progress: wf.measure_if_stale(tdir, node, changed, progress), "networks measured")
     _with_progress(lambda progress: wf.run_scenario(tdir, node["scenario"], progress))
     print(wf.report(tdir))

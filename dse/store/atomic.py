@@ -59,3 +59,16 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 
 def write_json_atomic(path: str | Path, obj) -> Path:
     return write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def read_json(path: str | Path):
+    """The JSON a job wrote (``write_json_atomic``), or a DseError naming the file where it is missing or not JSON
+    (a copy cut short, an edit): the next rule says which file to delete instead of a traceback."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DseError(f"{path} is missing: run the rule that writes it (snakemake does)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DseError(f"{path} is not valid JSON ({exc}): delete it, and snakemake reruns the rule that writes it") from None
+

@@ -29,6 +29,9 @@ def write_atomic(table: pa.Table, path: str | Path) -> Path:
     return write_bytes_atomic(path, sink.getvalue().to_pybytes())
 
 
+STORE_KEYS = ("config_hash",)   # what every store row, of any version, has (an old one may lack repeat)
+
+
 def _read_table(path: Path) -> pa.Table:
     """One open() = one inode: a concurrent writer's rename cannot mix two versions of the file (reading
     by path lets Arrow open it more than once, and a rename in between tears the read)."""
@@ -40,10 +43,16 @@ def _read_table(path: Path) -> pa.Table:
         raise DseError(f"{path} is not a readable Parquet file ({exc}); delete it or restore it from a backup") from None
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def _conform(table: pa.Table, schema: pa.Schema, path: Path | None = None) -> pa.Table:
     """A table in the schema's columns and types: a file from before the Arrow types is upgraded
-    (``schema.upgrade``); columns a file from an older version lacks get their default or null."""
-    if schema is SCHEMA and ("util_json" in table.column_names or pa.types.is_string(table.schema.field("cuts").type)):
+    (``schema.upgrade``); columns a file from an older version lacks get their default or null. A file of another
+    schema (no ``config_hash``, or columns that do not cast) is refused naming it: it is no measurement store."""
+    missing = [k for k in STORE_KEYS if k in schema.names and k not in table.column_names]
+    if missing:
+        raise DseError(f"{path or 'a table'} is a Parquet file of another schema (no column {missing[0]!r}): not a "
+                       "measurement store; move it out of the run's cache/")
+    if schema is SCHEMA and ("util_json" in table.column_names or "cuts" in table.column_names
+                             and pa.types.is_string(table.schema.field("cuts").type)):
         table = pa.Table.from_pylist(upgrade(table.to_pylist()), schema=SCHEMA)
     for f in schema:
         if f.name not in table.column_names:
@@ -51,7 +60,11 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
             column = (pa.nulls(len(table), f.type) if default is None
                       else pa.array([default] * len(table), type=f.type))
             table = table.append_column(f.name, column)
-    return table.select(schema.names).cast(schema)
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise DseError(f"{path or 'a table'} does not fit the measurement schema ({exc}); move it out of the run's "
+                       "cache/") from None
 
 
 def read(path: str | Path, schema: pa.Schema = SCHEMA, context: str | None = None) -> pd.DataFrame:
@@ -60,7 +73,7 @@ def read(path: str | Path, schema: pa.Schema = SCHEMA, context: str | None = Non
     path = Path(path)
     if not path.exists():
         return schema.empty_table().to_pandas()
-    frame = _conform(_read_table(path), schema).to_pandas()
+    frame = _conform(_read_table(path), schema, path).to_pandas()
     if context is not None:
         frame = frame[frame["context"].fillna("") == context].reset_index(drop=True)
     return frame
@@ -84,7 +97,7 @@ def append(path: str | Path, rows: list[dict], schema: pa.Schema = SCHEMA, *, lo
             return append(path, rows, schema, locked=True)
     new = _table(rows, schema)
     if path.exists():
-        new = pa.concat_tables([_conform(_read_table(path), schema), new])
+        new = pa.concat_tables([_conform(_read_table(path), schema, path), new])
     return write_atomic(new, path)
 
 

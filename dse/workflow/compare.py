@@ -17,7 +17,6 @@ Settings: the optional `compare` node of the run config (Hydra: `+compare.ga.pop
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
+from dse.store.atomic import read_json
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError, choices_error
 from dse.platform import Platform
@@ -66,7 +66,7 @@ class Comparison:
 
         self.space = space_of(self.ctx.analysis, self.backend)
         self.options = self.ctx.options()          # what the run's own search explored
-        self.bounds = json.loads((self.ctx.run / "maximize.json").read_text())["bounds"]
+        self.bounds = read_json(self.ctx.run / "maximize.json")["bounds"]
         self.base = self.ctx.base
         self._studies: dict[str, Study] = {}
 
@@ -178,7 +178,7 @@ def _profiled(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     start = Configuration.from_dict(e["start"])
     extra["estimates"] = [_estimate_row("Profiled", start, study.measure(start, "start"), profile, ratio, space)]
     if _own_best(cmp) is not None:
-        found = Configuration.from_dict(json.loads((ctx.run / "search.json").read_text())["config"])
+        found = Configuration.from_dict(read_json(ctx.run / "search.json")["config"])
         own = cmp.own_method
         pm = cmp.study(own).evaluator.evaluate(found, phase=f"{SLUG[own]}/recheck", strategy=own)
         extra["estimates"].append(_estimate_row(own, found, pm, profile, ratio, space))
@@ -199,7 +199,7 @@ def _finetune_ga(cmp: Comparison, method: str, results: dict) -> StrategyResult:
     from dse.search.ga_finetune import finetune_ga
 
     study = cmp.study(method)
-    found = Configuration.from_dict(json.loads((cmp.ctx.run / "search.json").read_text())["config"])
+    found = Configuration.from_dict(read_json(cmp.ctx.run / "search.json")["config"])
     study.measure(found, "start")   # the run's answer (already measured by its own search)
     r = finetune_ga(cmp.space, study, found, cmp.ctx.settings, cmp.settings.finetune_ga)
     return _answer(r.measurement, study.asked,

@@ -10,7 +10,6 @@ JSON result atomically at the end.
 from __future__ import annotations
 
 import atexit
-import json
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +22,7 @@ from dse.core.configuration import Configuration
 from dse.core.errors import DseError
 from dse.evaluate import Evaluator
 from dse.core.measurement import Measurement
-from dse.store.atomic import write_json_atomic, write_text_atomic
+from dse.store.atomic import read_json, write_json_atomic, write_text_atomic
 
 
 def search_setup(network: str, precision: str, engine_root: Path, platform: str, overrides=()):
@@ -60,7 +59,7 @@ def reused_initial(reuse_from: str | None, options, analysis) -> dict[str, tuple
     for option in options if reuse_from else ():
         path = Path(reuse_from) / "options" / f"{option}.json"
         if path.exists():
-            found = json.loads(path.read_text())
+            found = read_json(path)
             cuts = tuple((found.get("config") or found["best_config"])["cuts"])   # best_config: an older run's
             if cuts and analysis.check_cuts(list(cuts)) is None:
                 out[option] = cuts
@@ -226,7 +225,7 @@ def phase_files(run: Path, strategy: str, suffix: str) -> list[Path]:
 def asked_by_phases(run: Path, strategy: str) -> set[str] | None:
     """Configuration hashes the run's phases asked for (None for a run from before these records)."""
     files = phase_files(run, strategy, ".asked.json")
-    return {h for p in files for h in json.loads(p.read_text())} if files else None
+    return {h for p in files for h in read_json(p)} if files else None
 
 
 def own_rows(run: Path, strategy: str, context: str | None = None):
@@ -240,7 +239,7 @@ def own_rows(run: Path, strategy: str, context: str | None = None):
 
 
 def _read(run: Path, name: str) -> dict:
-    return json.loads((run / name).read_text())
+    return read_json(run / name)
 
 
 def maximize(run: str | Path) -> dict:
@@ -309,7 +308,7 @@ def guided(ctx: RunContext) -> dict:
 
     bounds = _read(ctx.run, "maximize.json")["bounds"]
     ev = ctx.evaluator("guided", "guided")
-    asked = json.loads((ctx.run / "cache" / "maximize.asked.json").read_text())
+    asked = read_json(ctx.run / "cache" / "maximize.asked.json")
     known = [m for m in (ev.cache.get((h, 0)) for h in asked) if m is not None]
     found = guided_phase(ctx.space, ev, ctx.base, bounds, ctx.settings, known,
                          progress=lambda msg: print(f"[guided] {msg}", file=sys.stderr, flush=True))

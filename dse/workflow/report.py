@@ -1,7 +1,6 @@
 """Rule `report`: merge the run's measurements, write report.md and the plots."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -10,7 +9,7 @@ from dse.platform.checks import unrunnable_options
 from dse.report import plots
 from dse.report.tables import best_row, cost_row, errors, markdown_table
 from dse.store import merge
-from dse.store.atomic import write_json_atomic, write_text_atomic
+from dse.store.atomic import read_json, write_json_atomic, write_text_atomic
 from dse.workflow.phases import RunContext, own_rows
 
 
@@ -21,10 +20,10 @@ def report(run: str | Path) -> Path:
     merge(sorted((run / "cache").glob("*.parquet")), run / "measurements.parquet", context=ctx.measurement_context)
     frame = own_rows(run, ctx.settings.strategy, ctx.measurement_context)
     best = OmegaConf.to_container(OmegaConf.load(run / "best.yaml"))
-    searched = json.loads((run / "search.json").read_text())
+    searched = read_json(run / "search.json")
     guided = ctx.settings.strategy == "guided"
     # the option FPS after the global phase (thesis) or the best each option reached while guided
-    option_fps = searched["option_fps"] if guided else json.loads((run / "selected.json").read_text())["option_fps"]
+    option_fps = searched["option_fps"] if guided else read_json(run / "selected.json")["option_fps"]
     refined = searched.get("refined", {})
     frames = ms.sample_size + (ms.warmup or 0)
     costs = platform.board_costs
@@ -152,7 +151,7 @@ def _clocks(ctx: RunContext) -> dict | None:
     path = ctx.run / "clocks.json"
     if not (EnergySettings.from_dict(ctx.part("energy")).active and path.exists()):
         return None
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def _clock_section(clocks: dict | None) -> list[str]:

@@ -23,8 +23,13 @@ from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 
-def compose(overrides) -> tuple[str, dict, str]:
-    """(directory, the taskset node + seed, resolved config YAML) for Hydra overrides; validated, writes nothing."""
+CLI_FAMILY = "taskset-cli"   # where `dse taskset run` writes: never the target's own directory, whose files a later
+                             # `snakemake taskset` would take as its own (one scenario of three, at another size)
+
+
+def compose(overrides, family: str = "taskset") -> tuple[str, dict, str]:
+    """(directory, the taskset node + seed, resolved config YAML) for Hydra overrides; validated, writes nothing.
+    ``family``: the directory under ``results_dir`` (the target's, or ``CLI_FAMILY``)."""
     from omegaconf import OmegaConf
 
     from dse.config import compose_config, split_overrides
@@ -36,17 +41,17 @@ def compose(overrides) -> tuple[str, dict, str]:
     for s in node.get("run_scenarios") or []:
         table.scenario(s)
     node = {**node, "seed": int(cfg.seed)}
-    tdir = str(Path(cfg.results_dir) / "taskset" / table.name / settings.units)
+    tdir = str(Path(cfg.results_dir) / family / table.name / settings.units)
     return tdir, node, OmegaConf.to_yaml(cfg)
 
 
-def prepare(overrides) -> tuple[str, dict, bool]:
+def prepare(overrides, family: str = "taskset") -> tuple[str, dict, bool]:
     """``compose`` and write the campaign directory's config (the part only when it changed, so finished
     campaigns of the same config stay valid): what ``dse taskset run`` and the bench do instead of Snakemake's
     configure rules. Returns (directory, the taskset node + seed, whether the part changed)."""
     from omegaconf import OmegaConf
 
-    tdir, node, resolved = compose(overrides)
+    tdir, node, resolved = compose(overrides, family)
     part, text = Path(tdir) / "config" / "taskset.yaml", OmegaConf.to_yaml(OmegaConf.create(node))
     changed = not part.exists() or part.read_text() != text
     if changed:

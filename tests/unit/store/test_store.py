@@ -202,3 +202,29 @@ def test_a_file_from_before_the_arrow_types_is_upgraded(tmp_path):
     assert row_to_measurement(frame.iloc[1].to_dict()).status == "error"
     append(path, [measurement_row(_measurement(3), phase="p", strategy="s")])   # old files stay appendable
     assert len(read(path)) == 3
+
+
+def test_a_file_of_another_schema_or_a_cut_short_json_is_one_named_error(tmp_path):
+    """A Parquet file that is no measurement store in ``cache/`` (a user's table, columns of other types) and a JSON
+    a copy cut short are refused naming the file and what to do, not with a KeyError or a JSONDecodeError."""
+    import pandas as pd
+
+    from dse.core.errors import DseError
+    from dse.store.atomic import read_json, write_json_atomic
+    from dse.store.parquet import read
+
+    other = tmp_path / "other.parquet"
+    pd.DataFrame({"a": [1, 2], "cuts": ["x", "y"]}).to_parquet(other)
+    with pytest.raises(DseError, match=r"other.parquet is a Parquet file of another schema \(no column 'config_hash'\)"):
+        read(other)
+    typed = tmp_path / "typed.parquet"
+    pd.DataFrame({"config_hash": ["h"], "repeat": ["first"]}).to_parquet(typed)
+    with pytest.raises(DseError, match="typed.parquet does not fit the measurement schema"):
+        read(typed)
+    path = write_json_atomic(tmp_path / "maximize.asked.json", ["a" * 16, "b" * 16])
+    assert read_json(path) == ["a" * 16, "b" * 16]
+    path.write_text(path.read_text()[:10])
+    with pytest.raises(DseError, match=r"maximize.asked.json is not valid JSON .*: delete it, and snakemake reruns"):
+        read_json(path)
+    with pytest.raises(DseError, match="search.json is missing"):
+        read_json(tmp_path / "search.json")

@@ -172,7 +172,8 @@ def test_bad_campaign_settings_name_the_value():
 def test_cli_run_writes_campaign_and_report(tmp_path, capsys):
     code = main(["taskset", "run", "scenario=gpu-rc", "sets=3", "thresholds=[1.0,1.6]", f"results_dir={tmp_path}"])
     assert code == 0
-    tdir = tmp_path / "taskset" / "apollo-xavier" / "physical"
+    tdir = tmp_path / "taskset-cli" / "apollo-xavier" / "physical"
+    assert not (tmp_path / "taskset").exists()      # the target's own directory is left to the target
     frame = pd.read_parquet(tdir / "campaign" / "gpu-rc.parquet")
     assert len(frame) == 3 * 2 * 3 and set(frame.configuration) == {"RC-comb", "RC", "RC+CPU"}
     meta = json.loads((tdir / "campaign" / "gpu-rc.json").read_text())
@@ -310,6 +311,6 @@ def test_cli_measures_a_measured_table_once(tmp_path):
     args = ["taskset", "run", "table=zoo-xavier", "taskset.measure.networks=[squeezenet]", "scenario=gpu-rc",
             "sets=2", "thresholds=[1.0]", f"results_dir={tmp_path}"]
     assert main(args) == 0
-    variants = tmp_path / "taskset" / "zoo-xavier" / "physical" / "variants.yaml"
+    variants = tmp_path / "taskset-cli" / "zoo-xavier" / "physical" / "variants.yaml"
     stamp = variants.stat().st_mtime_ns
     assert main(args) == 0 and variants.stat().st_mtime_ns == stamp
