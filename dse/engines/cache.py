@@ -81,10 +81,54 @@ def _versions() -> dict:
     return out
 
 
+LOCK_TIMEOUT_S = 4 * 3600.0    # a lock held longer than the slowest build (a TensorRT build takes minutes) is stuck
+LOCK_REPORT_S = 60.0           # how often a waiting job says whom it waits for
+
+
+def _holder(lock) -> str:
+    """Who holds ``lock``: what its holder wrote into ``<lock>.owner`` (pid, host, since), or "an unknown process"."""
+    try:
+        return Path(lock.lock_file + ".owner").read_text().strip() or "an unknown process"
+    except OSError:
+        return "an unknown process"
+
+
+@contextlib.contextmanager
+def _acquired(lock, timeout: float, what: str):
+    """``lock`` held, waiting at most ``timeout`` seconds (< 0: for ever) and saying every ``LOCK_REPORT_S`` whom
+    for; the holder writes ``<lock>.owner`` so a waiting job and its error can name it."""
+    import socket
+    import sys
+
+    from filelock import Timeout
+
+    start = time.monotonic()
+    while True:
+        left = LOCK_REPORT_S if timeout < 0 else min(LOCK_REPORT_S, timeout - (time.monotonic() - start))
+        try:
+            lock.acquire(timeout=max(left, 0.0))
+            break
+        except Timeout:
+            if timeout >= 0 and time.monotonic() - start >= timeout:
+                raise
+            print(f"[engines] waiting {time.monotonic() - start:.0f} s for the build lock of {what}, held by "
+                  f"{_holder(lock)}", file=sys.stderr, flush=True)
+    owner = Path(lock.lock_file + ".owner")
+    try:
+        with contextlib.suppress(OSError):
+            owner.write_text(f"pid {os.getpid()} on {socket.gethostname()} since "
+                             f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        yield lock
+    finally:
+        with contextlib.suppress(OSError):
+            owner.unlink()
+        lock.release()
+
+
 class EngineCache:
     """Engines of one platform under ``<root>/<platform>/``, with built/reused counts per PE type."""
 
-    def __init__(self, root: str | Path, platform: str, lock_timeout: float = -1):
+    def __init__(self, root: str | Path, platform: str, lock_timeout: float = LOCK_TIMEOUT_S):
         if not platform or "/" in platform or platform in (".", ".."):
             raise DseError(f"invalid platform name for the engine cache: {platform!r}")
         self.root = Path(root)
@@ -125,7 +169,7 @@ class EngineCache:
         except json.JSONDecodeError as exc:  # cannot happen through this class (atomic writes); say so loudly
             raise DseError(f"corrupt engine sidecar {sidecar}: {exc}; delete it to rebuild") from exc
         if not artifact.exists():
-            raise DseError(f"engine sidecar {sidecar} has no artifact {artifact.name}; delete the sidecar to rebuild")
+            return None   # half-present (the artifact deleted or lost): not an entry; the next build replaces it
         return EngineArtifact(key=key, path=artifact, sidecar=meta, built=False, pe_type=meta.get("pe_type", ""))
 
     def get_or_build(self, key: str, ext: str, pe_type: str, build: Callable[[Path], dict],
@@ -138,9 +182,9 @@ class EngineCache:
             return self._count(found, pe_type)
         self.dir.mkdir(parents=True, exist_ok=True)
         artifact, sidecar = self.paths(key, ext)
-        lock = FileLock(str(self.dir / f"{key}.lock"), timeout=self.lock_timeout)
+        lock = FileLock(str(self.dir / f"{key}.lock"))
         try:
-            with lock:
+            with _acquired(lock, self.lock_timeout, f"engine {key}"):
                 found = self.lookup(key, ext)  # another process may have built it while we waited
                 if found is None:
                     meta = self._build_locked(key, artifact, sidecar, pe_type, build, settings)
@@ -149,8 +193,9 @@ class EngineCache:
                     os.unlink(lock.lock_file)
                 if found is not None:
                     return self._count(found, pe_type)
-        except Timeout as exc:
-            raise DseError(f"timed out after {self.lock_timeout} s waiting for the build lock of engine {key}") from exc
+        except Timeout:
+            raise DseError(f"timed out after {self.lock_timeout:g} s waiting for the build lock of engine {key}, "
+                           f"held by {_holder(lock)}; if no build is running there, delete {lock.lock_file}") from None
         return self._count(EngineArtifact(key=key, path=artifact, sidecar=meta, built=True, pe_type=pe_type), pe_type)
 
     def _build_locked(self, key, artifact: Path, sidecar: Path, pe_type: str, build, settings) -> dict:

@@ -93,6 +93,54 @@ def test_artifact_without_sidecar_is_not_an_entry(tmp_path):
     assert got.built and got.path.read_bytes() == b"fresh" and sidecar.exists()
 
 
+def test_sidecar_without_artifact_is_rebuilt(tmp_path):
+    """An artifact deleted by hand (or lost) under its sidecar: the entry is half-present, so it is built again
+    instead of an error on every run."""
+    cache = EngineCache(tmp_path, "xavier")
+    key = cache.make_key(b"m", {}, "8.6", "xavier")
+    build, calls = _writer(b"first")
+    first = cache.get_or_build(key, "engine", "GPU", build)
+    first.path.unlink()
+    assert cache.lookup(key, "engine") is None
+    again = cache.get_or_build(key, "engine", "GPU", _writer(b"second")[0])
+    assert again.built and again.path.read_bytes() == b"second"
+
+
+def _hold(lock_path: str, ready, release) -> None:
+    from filelock import FileLock
+
+    from dse.engines.cache import _acquired
+
+    with _acquired(FileLock(lock_path), 10.0, "engine held"):
+        ready.set()
+        release.wait(30)
+
+
+def test_a_held_build_lock_is_waited_for_a_bounded_time_naming_its_holder(tmp_path, capsys, monkeypatch):
+    """A build lock another process holds is waited for, with a line every LOCK_REPORT_S naming the holder, and
+    past ``lock_timeout`` the wait ends in one error that names it and the lock file."""
+    import dse.engines.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "LOCK_REPORT_S", 0.2)
+    cache = EngineCache(tmp_path, "xavier", lock_timeout=1.0)
+    key = cache.make_key(b"m", {}, "8.6", "xavier")
+    cache.dir.mkdir(parents=True)
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=(str(cache.dir / f"{key}.lock"), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(DseError, match=rf"timed out after 1 s waiting for the build lock of engine {key}, held by "
+                                           rf"pid {holder.pid} on .*; if no build is running there, delete"):
+            cache.get_or_build(key, "engine", "GPU", _writer()[0])
+        assert f"held by pid {holder.pid}" in capsys.readouterr().err
+    finally:
+        release.set()
+        holder.join(30)
+    assert cache.get_or_build(key, "engine", "GPU", _writer()[0]).built     # released: the build goes on
+
+
 def test_bad_names_are_refused(tmp_path):
     with pytest.raises(DseError, match="platform"):
         EngineCache(tmp_path, "../x")
