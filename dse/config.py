@@ -105,7 +105,6 @@ def compose_config(overrides=None) -> DictConfig:
     del cfg["hydra"]
     OmegaConf.resolve(cfg)
     _check_run_names(cfg, choices, overrides)
-    OmegaConf.set_struct(cfg, False)
     supported = cfg.platform.get("precisions")
     explicit = any(o.split("=", 1)[0].lstrip("+~") == "precision" for o in overrides)
     if supported and not explicit and cfg.precision not in supported:

@@ -270,10 +270,9 @@ def _variant(study: Study, best: StrategyResult, variant: Configuration, repeats
     gain = means[1] / means[0] - 1
     if gain > TIE or (fewer and gain >= -TIE):
         measured = study.rerun(variant, FINETUNE, range(first, first + 1))[0]      # run already, no new one
-        best = replace(best.with_extra(confirmed=[entry, head, *rest]), config=variant, measurement=measured)
+        best, confirmed = replace(best, config=variant, measurement=measured), [entry, head, *rest]
     else:
-        best = best.with_extra(confirmed=[head, *rest, entry])
-    confirmed = best.extra["confirmed"]
+        confirmed = [head, *rest, entry]
     return best.with_extra(confirmed=confirmed[:1] + sorted(confirmed[1:], key=lambda e: -e["mean"]))
 
 

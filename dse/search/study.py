@@ -113,9 +113,6 @@ class Study:
         """Every configuration asked through this study (hash -> its measurement), in ask order."""
         return self._memo
 
-    def view(self, phase: str, budget: int) -> "StudyView":
-        return StudyView(self, phase, budget)
-
 
 def as_study(source: Measurer | Study, strategy: str = STRATEGY) -> Study:
     return source if isinstance(source, Study) else Study(source, strategy)

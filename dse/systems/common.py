@@ -23,5 +23,16 @@ def compose_sim_case(snakemake_config: dict, target: str, hint: str = ""):
     return cfg, platform, loaded
 
 
+def deployment_evaluator(platform, seed: int, store):
+    """The evaluator of periodic deployment runs (``dse.backends.sim.deployment``) on ``platform`` (a Platform),
+    recording into ``store``: multi's deployments and power fit and dataflow's deployment check."""
+    from dse.backends.base import MeasureSettings
+    from dse.backends.sim.deployment import DeploymentBackend
+    from dse.evaluate import Evaluator
+
+    board = DeploymentBackend(platform, MeasureSettings(seed=seed))
+    return Evaluator(board, store, seed=seed, context=board.context)
+
+
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)

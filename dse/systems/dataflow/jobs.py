@@ -17,7 +17,7 @@ from dse.config import Plan
 from dse.core.errors import DseError
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
 from dse.systems.dataflow.case_dir import GRAPHS_KEY, load_problem
-from dse.systems.common import compose_sim_case, say
+from dse.systems.common import compose_sim_case, deployment_evaluator, say
 from dse.systems.multi.case_dir import STEP1_KEYS
 
 
@@ -90,18 +90,15 @@ def comap(ddir: str, fps: float, method: str, seed: int) -> dict:
 
 def deploy(ddir: str, fps: float, method: str, seed: int) -> pd.DataFrame:
     """The chosen co-mapping run in the periodic simulation (synchronous release, then a random phase)."""
-    from dse.backends.base import MeasureSettings
-    from dse.evaluate import Evaluator
     from dse.platform import load_platform
     from dse.systems.dataflow.deploy import deploy_runs
-    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.networks import case_platform
 
     settings, platform, case_seed, problem = load_problem(ddir)
     name = job_name(fps, method, seed)
     result = json.loads((Path(ddir) / "comap" / f"{name}.json").read_text())
-    board = DeploymentBackend(load_platform(case_platform(platform, settings)), MeasureSettings(seed=case_seed))
-    ev = Evaluator(board, Path(ddir) / "cache" / f"deploy-{name}.parquet", seed=case_seed, context=board.context)
+    ev = deployment_evaluator(load_platform(case_platform(platform, settings)), case_seed,
+                              Path(ddir) / "cache" / f"deploy-{name}.parquet")
     df = deploy_runs(ev, problem, result, settings, seed=case_seed)
     write_bytes_atomic(Path(ddir) / "deploy" / f"{name}.parquet", df.to_parquet(index=False))
     if len(df):

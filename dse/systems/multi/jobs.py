@@ -21,7 +21,7 @@ from dse.config import Plan
 from dse.core.errors import DseError
 from dse.systems.multi.case_dir import STEP1_KEYS, dvfs_levels, load_case, load_result, load_settings, load_step1
 from dse.store.atomic import write_bytes_atomic, write_json_atomic
-from dse.systems.common import compose_sim_case, say
+from dse.systems.common import compose_sim_case, deployment_evaluator, say
 
 
 def multi_dir(results_dir: str, name: str, platform: str) -> str:
@@ -150,9 +150,6 @@ def freqtable(mdir: str, fsm: str, method: str) -> pd.DataFrame:
 
 def powerfit(mdir: str) -> dict:
     """Idle and per-network dynamic power sweeps on the board -> the energy model's regressions."""
-    from dse.backends.base import MeasureSettings
-    from dse.evaluate import Evaluator
-    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.deploy import power_fit
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform
@@ -163,8 +160,7 @@ def powerfit(mdir: str) -> dict:
     nets = sorted(f.stem for f in (Path(mdir) / "pareto").glob("*.parquet"))
     fronts = {n: pd.read_parquet(Path(mdir) / "pareto" / f"{n}.parquet") for n in nets}
     tasks = {n: pd.read_parquet(Path(mdir) / "tasks" / f"{n}.parquet") for n in nets}
-    board = DeploymentBackend(p, MeasureSettings(seed=seed))
-    ev = Evaluator(board, Path(mdir) / "cache" / "powerfit.parquet", seed=seed, context=board.context)
+    ev = deployment_evaluator(p, seed, Path(mdir) / "cache" / "powerfit.parquet")
     fit, records = power_fit(ev, fronts, tasks, dvfs_levels(p), seed)
     out = {"fit": fit.to_dict(), **records, **_meta(settings, seed)}
     sweeps = pd.DataFrame([{"sweep": k, **r} for k in ("idle", "dynamic") for r in records[k]])
@@ -178,9 +174,6 @@ def powerfit(mdir: str) -> dict:
 def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     """A method's mapping and frequency table on the virtual board (periodic runs per scenario and FPS), every run
     a row of ``cache/deploy-<fsm>-<method>.parquet``."""
-    from dse.backends.base import MeasureSettings
-    from dse.evaluate import Evaluator
-    from dse.backends.sim.deployment import DeploymentBackend
     from dse.systems.multi.deploy import deploy_rows
     from dse.systems.multi.networks import case_platform
     from dse.platform import load_platform
@@ -188,8 +181,8 @@ def deploy(mdir: str, fsm: str, method: str) -> pd.DataFrame:
     case, seed, result = load_result(mdir, fsm, method)
     table = pd.read_parquet(Path(mdir) / "freqtable" / f"{fsm}-{method}.parquet")
     _, platform, _ = load_settings(mdir)
-    board = DeploymentBackend(load_platform(case_platform(platform, case.settings)), MeasureSettings(seed=seed))
-    ev = Evaluator(board, Path(mdir) / "cache" / f"deploy-{fsm}-{method}.parquet", seed=seed, context=board.context)
+    ev = deployment_evaluator(load_platform(case_platform(platform, case.settings)), seed,
+                              Path(mdir) / "cache" / f"deploy-{fsm}-{method}.parquet")
     say(f"[deploy {fsm}-{method}] {int(table.feasible.sum())}/{len(table)} feasible scenario x FPS entries")
     df = deploy_rows(ev, case, result, table, seed=seed)
     df["seed"] = seed

@@ -54,19 +54,25 @@ def config_of(backend, option: str, cuts, settings) -> Configuration:
                          input_size=settings.input_size, model_digest=getattr(backend.analysis, "digest", ""))
 
 
-def evaluators(backend, settings, store=None):
-    """(objectives, wcet): the evaluators of a network's two step-1 profiles, a candidate's short one at
-    ``objective_runs`` and a front member's WCET profile at ``runs``, both recording into ``store`` (None: in
+PROFILES = {"objectives": ("objective_runs", 20), "wcet": ("runs", 300)}   # profile -> (its runs' key, default)
+
+
+def profile_evaluator(backend, settings, profile: str, store=None):
+    """The evaluator of one of a network's step-1 profiles: a candidate's short one (``objectives``, at
+    ``objective_runs``) or a front member's WCET profile (``wcet``, at ``runs``), recording into ``store`` (None: in
     memory only)."""
     from dse.evaluate import Evaluator
     from dse.systems.multi.backend import TaskProfileBackend
 
-    rule = settings.pareto.get("wcet_rule", "max6sigma")
-    out = []
-    for runs in (int(settings.pareto.get("objective_runs", 20)), int(settings.pareto.get("runs", 300))):
-        profiler = TaskProfileBackend(backend, runs, rule)
-        out.append(Evaluator(profiler, store, seed=backend.settings.seed, context=profiler.context))
-    return tuple(out)
+    key, default = PROFILES[profile]
+    profiler = TaskProfileBackend(backend, int(settings.pareto.get(key, default)),
+                                  settings.pareto.get("wcet_rule", "max6sigma"))
+    return Evaluator(profiler, store, seed=backend.settings.seed, context=profiler.context)
+
+
+def evaluators(backend, settings, store=None):
+    """(objectives, wcet): both step-1 evaluators of a network over one store."""
+    return tuple(profile_evaluator(backend, settings, p, store) for p in PROFILES)
 
 
 def evaluate_candidate(profiler, option: str, cuts, settings) -> Candidate:

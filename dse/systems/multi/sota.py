@@ -139,7 +139,7 @@ def sota_genes(platform: dict, case: Case, seed: int, cache_dir=None) -> dict:
 
     from dse.core.errors import DseError
     from dse.systems.multi.networks import network_backend
-    from dse.systems.multi.pareto import config_of, evaluators
+    from dse.systems.multi.pareto import config_of, profile_evaluator
 
     s = case.settings
     backends = {n: network_backend(n, platform, s, seed)[1] for n in s.networks}
@@ -149,7 +149,7 @@ def sota_genes(platform: dict, case: Case, seed: int, cache_dir=None) -> dict:
         net = s.apps[a]
         option, cuts = mapping[a]
         store = Path(cache_dir) / f"sota-{net}.parquet" if cache_dir is not None else None
-        wcet = evaluators(backends[net], s, store)[1]      # the front members' WCET profile (``runs``)
+        wcet = profile_evaluator(backends[net], s, "wcet", store)      # the front members' profile (``runs``)
         cfg = config_of(backends[net], option, cuts, s)
         m = wcet.evaluate(cfg, phase="sota", strategy="SOTA")
         reason, prof = (m.reason, None) if not m.ok else wcet.backend.take_profile(cfg)
