@@ -15,6 +15,8 @@
 # (workflow/rules/taskset.smk).
 # Design studies (a grid of explorations): `snakemake --cores 2 study --config overrides='[study=xavier-36]'`
 # (workflow/rules/study.smk); on a cluster add `--workflow-profile profiles/slurm`.
+# Several DNNs mapped layer by layer under periods and priorities (seed 002 Sec. VI): `snakemake --cores 2 multiapp
+# --config overrides='[multiapp=s9]'` (workflow/rules/multiapp.smk).
 from snakemake.utils import min_version
 
 min_version("8.0")
@@ -40,6 +42,7 @@ include: "workflow/rules/dataflow.smk"
 include: "workflow/rules/taskset.smk"
 include: "workflow/rules/pareto.smk"
 include: "workflow/rules/study.smk"
+include: "workflow/rules/multiapp.smk"
 
 
 rule all:

@@ -14,9 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from dse.core.configuration import PREPROCESS
 from dse.core.errors import DseError, choices_error
-from dse.core.validate import bounded_int, check_keys, dir_name
+from dse.core.validate import bounded_int, check_keys, dir_name, load_yaml
 
-GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study")
+GROUPS = ("benchmark", "platform", "search", "multi", "dataflow", "study", "multiapp")
 
 
 def config_dir() -> Path:
@@ -92,6 +92,7 @@ def compose_config(overrides=None) -> DictConfig:
 
     overrides = split_overrides(overrides)
     _check_override_syntax(overrides)
+    _check_config_files(config_dir())
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
@@ -114,6 +115,31 @@ def compose_config(overrides=None) -> DictConfig:
     validate(cfg)
     OmegaConf.set_struct(cfg, True)
     return cfg
+
+
+_CHECKED_FILES: dict[Path, tuple[int, int]] = {}
+
+
+def _check_config_files(root: Path) -> None:
+    """Every YAML file Hydra may load is a mapping safe to walk (``core.validate.load_yaml``: no FIFO, no alias
+    bomb, no Python tag, no syntax error) before it composes any, so a broken file is one line naming it, not
+    Hydra's traceback; a file is checked again only when its size or mtime changes."""
+    for path in root.rglob("*.yaml"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if _CHECKED_FILES.get(path) != (st.st_mtime_ns, st.st_size):
+            doc = load_yaml(path, "config file")
+            if not isinstance(doc, dict):
+                raise DseError(f"config file {str(path)!r} holds {_kind(doc)}; a config file is a mapping of keys "
+                               "(`name: ...` and the group's settings)")
+            _CHECKED_FILES[path] = (st.st_mtime_ns, st.st_size)
+
+
+def _kind(doc) -> str:
+    return "nothing" if doc is None else f"a {type(doc).__name__}" if not isinstance(doc, (str, int, float)) \
+        else f"the scalar {doc!r}"
 
 
 def _check_run_names(cfg: DictConfig, choices: dict, overrides: list[str]) -> None:
@@ -168,9 +194,8 @@ def _unknown_key(key: str, other_overrides: list[str]) -> str | None:
     return None
 
 
-TOP_LEVEL_KEYS = ("benchmark", "platform", "search", "layermap", "pareto", "multi", "dataflow", "taskset", "study", "compare", "precision",
-                  "batch", "seed", "results_dir",
-                  "reuse_from")
+TOP_LEVEL_KEYS = ("benchmark", "platform", "search", "layermap", "pareto", "multi", "dataflow", "taskset", "study",
+                  "multiapp", "compare", "precision", "batch", "seed", "results_dir", "reuse_from")
 BENCHMARK_KEYS = ("name", "model", "weights", "input_size", "input_shapes", "preprocess", "application", "image_dir",
                   "calibration_cache", "sample_size", "warmup", "batch", "precision")
 MAX_SAMPLE_SIZE = 1_000_000

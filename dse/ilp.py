@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dse.core.errors import DseError
+from dse.core.validate import bounded_seconds
 
 SOLVERS = ("highs", "cbc")
+MAX_TIME_LIMIT_S = 86400.0   # a day per solve: past it an ILP on these sizes is not going to finish
 GAP_REL = 1e-7   # "optimal" means optimal: the solvers' default 1e-4 would let a GA beat the ILP by noise
 
 
@@ -43,8 +45,7 @@ def import_pulp():
 def check_solver(name: str, time_limit: float) -> None:
     if name not in SOLVERS:
         raise IlpError(f"unknown ILP solver {name!r}; valid choices: {', '.join(SOLVERS)}")
-    if not time_limit or time_limit <= 0:
-        raise IlpError(f"ILP time limit must be > 0 seconds, got {time_limit}")
+    bounded_seconds(time_limit, "the ILP time limit", MAX_TIME_LIMIT_S, IlpError)
 
 
 def solve_problem(prob, solver: str = "highs", time_limit: float = 60.0, msg: bool = False,

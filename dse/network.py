@@ -70,9 +70,16 @@ def input_shapes_for(model: onnx.ModelProto, source: dict) -> dict[str, list[int
     if len(inputs) != 1:
         return {}
     dims = inputs[0].type.tensor_type.shape.dim
-    if len(dims) != 4 or all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
-        return {}
     size, batch = source["input_size"], source["batch"]
+    if len(dims) == 4 and all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
+        have = [d.dim_value for d in dims]
+        if have[0] != batch or have[2:] != [size, size]:     # the run would be filed and labelled by the config's
+            raise DseError(f"benchmark.model {source['model']!r}: input {inputs[0].name!r} is static {have}, but "
+                           f"the run is set to batch {batch} and input size {size}: set batch={have[0]} "
+                           f"benchmark.input_size={have[2]}, or give a model with dynamic batch and size")
+        return {}
+    if len(dims) != 4:
+        return {}
     fixed = [batch, dims[1].dim_value or 3, size, size]
     return {inputs[0].name: [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else f
                              for d, f in zip(dims, fixed)]}

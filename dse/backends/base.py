@@ -101,6 +101,26 @@ class MeasureSettings:
         return options
 
 
+def in_flight(config) -> int:
+    """Frames a pipelined configuration holds at once (an upper bound): its buffers and every stream's."""
+    return config.buffers + sum(config.streams)
+
+
+def window_frames(sample_size: int, config) -> int:
+    """Frames one measurement times: the sample size, but at least twice what the pipeline holds at once, so a
+    tiny sample times the steady state, not the filling pipeline (tiny-chain, option A, cuts 4, streams 2,3,
+    buffers 8, warm-up 0 on the virtual Xavier: 1 frame 170 FPS, 5 frames 274, 10 or more 320;
+    `dse measure benchmark=tiny-chain benchmark.sample_size=N benchmark.warmup=0 --option A --cuts 4 --streams 2,3
+    --buffers 8 --pre 2 --post 2`)."""
+    return max(sample_size, 2 * in_flight(config) * config.batch)
+
+
+def warmup_frames(warmup: int, config) -> int:
+    """Frames run before the window: the asked warm-up, but at least twice what the pipeline holds, so the window
+    starts with every buffer and stream busy."""
+    return max(warmup, 2 * config.buffers, 2 * sum(config.streams))
+
+
 class Backend(Protocol):
     """Measures configurations of one network on one platform."""
 

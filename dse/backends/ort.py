@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from dse.backends.base import RUNS_MODEL, MeasureSettings
+from dse.backends.base import RUNS_MODEL, MeasureSettings, warmup_frames, window_frames
 from dse.platform.checks import check_cuts, check_layout
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.core.configuration import Configuration
@@ -140,7 +140,8 @@ class OrtBackend:
         plans = [StagePlan(engines=e, streams=s, name=f"stage{i}")
                  for i, (e, s) in enumerate(zip(stage_engines, config.streams))]
         pipe = Pipeline(plans, lambda fid, slot: app.frame_inputs(fid), app.postprocess,
-                        frames=self.settings.sample_size, warmup=self.warmup, pre_threads=config.pre_threads,
+                        frames=window_frames(self.settings.sample_size, config),
+                        warmup=warmup_frames(self.warmup, config), pre_threads=config.pre_threads,
                         post_threads=config.post_threads, buffers=config.buffers, images_per_job=config.batch,
                         keep_outputs=self.keep_outputs, keep_results=self.keep_outputs, timeout_s=self.timeout_s)
         t1 = time.perf_counter()
@@ -177,7 +178,8 @@ class OrtBackend:
             segments = partition_segments(self.analysis, graph.expand(mapping.array).tolist())
             runtime = TaskGraphRuntime(
                 segments, groups, lambda fid, slot: app.frame_inputs(fid), app.postprocess,
-                frames=self.settings.sample_size, warmup=self.warmup, buffers=config.buffers,
+                frames=window_frames(self.settings.sample_size, config), warmup=warmup_frames(self.warmup, config),
+                buffers=config.buffers,
                 pre_threads=config.pre_threads, post_threads=config.post_threads, images_per_job=config.batch,
                 keep_outputs=self.keep_outputs, keep_results=self.keep_outputs, timeout_s=self.timeout_s)
         except ort_refusals() as exc:

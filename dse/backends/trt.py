@@ -26,7 +26,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dse.backends.base import RUNS_MODEL, MeasureSettings
+from dse.backends.base import RUNS_MODEL, MeasureSettings, warmup_frames, window_frames
 from dse.platform.checks import check_cuts, check_layout, check_stages
 from dse.core.configuration import Configuration
 from dse.platform.modes import agent_clocks, clock_control
@@ -200,7 +200,8 @@ class TrtBackend:
 
     def agent_config(self, config: Configuration, engines: list[list[dict]]) -> dict:
         return {"stages": [{"streams": s, "engines": e} for s, e in zip(config.streams, engines)],
-                "frames": self.settings.sample_size, "warmup": self.warmup, "buffers": config.buffers,
+                "frames": window_frames(self.settings.sample_size, config),
+                "warmup": warmup_frames(self.warmup, config), "buffers": config.buffers,
                 "pre_threads": config.pre_threads, "post_threads": config.post_threads, "batch": config.batch,
                 "application": self.settings.application, "app_options": self.app_options(config),
                 "inputs": {k: list(v) for k, v in self.analysis.inputs.items()},

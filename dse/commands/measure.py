@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from dse.backends import backend_from_config
-    from dse.backends.base import TRACE, supports
+    from dse.backends.base import RUNS_MODEL, TRACE, supports, window_frames
     from dse.config import compose_config
     from dse.network import load_analysis
     from dse.workflow.phases import base_configuration
@@ -63,12 +63,16 @@ def run(args) -> int:
         option=args.option, cuts=cuts, streams=streams, buffers=args.buffers, pre_threads=args.pre,
         post_threads=args.post, extra={k: v for k, v in (("power_mode", args.power_mode), ("gpu_mhz", args.gpu_mhz),
                                                          ("dla_mhz", args.dla_mhz), ("cpu_mhz", args.cpu_mhz)) if v})
+    if args.gantt and not supports(backend, TRACE):
+        raise DseError(f"--gantt needs a simulated schedule; backend {backend.name!r} does not keep one")
+    if supports(backend, RUNS_MODEL) and backend.check(config) is None:   # minutes on a real board: say so first
+        print(f"measuring on {backend.platform.name} ({backend.name}): {config.option} cuts {list(config.cuts)} "
+              f"streams {list(config.streams)}: {window_frames(backend.settings.sample_size, config)} frames after "
+              "the warm-up", file=sys.stderr, flush=True)
     if supports(backend, TRACE):
         m, res = backend.measure_with_trace(config, trace=bool(args.gantt))
     else:
         m, res = backend.measure(config), None
-        if args.gantt:
-            raise DseError(f"--gantt needs a simulated schedule; backend {backend.name!r} does not keep one")
     if args.gantt and res is not None:
         from dse.report.gantt import draw_gantt
 

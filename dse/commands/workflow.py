@@ -3,7 +3,7 @@
 STEPS = ("analyze", "maximize", "explore", "select", "search", "finetune", "clocks", "report", "compare", "layermap-profile",
          "layermap-solve", "layermap-pareto", "layermap-merge", "multi-pareto", "multi-powerfit", "multi-global", "multi-combine",
          "multi-freqtable", "multi-deploy", "multi-report", "dataflow-comap", "dataflow-deploy", "dataflow-report",
-         "study-merge", "pareto")
+         "study-merge", "pareto", "multiapp-profile", "multiapp-search", "multiapp-report")
 
 
 def add_parser(sub):
@@ -13,7 +13,7 @@ def add_parser(sub):
     p.add_argument("--option", help="mapping option (explore)")
     p.add_argument("--options", help="comma-separated explored options (select)")
     p.add_argument("--method", help="layermap-solve: ga or ilp; multi-combine/-freqtable/-deploy: BS, GB, PR-GB, LC, SOTA, PR")
-    p.add_argument("--network", help="multi-pareto: the benchmark of one app")
+    p.add_argument("--network", help="multi-pareto, multiapp-profile: the benchmark of one app")
     p.add_argument("--fsm", help="multi-combine/-freqtable/-deploy: the FSM (A, B, ...)")
     p.add_argument("--job", help="dataflow-comap/-deploy: FPS-METHOD-sSEED, e.g. 25-entire-ga-s0")
     p.add_argument("--cpu", help="layermap-solve: CPU configuration, e.g. 2-1-1")
@@ -44,6 +44,16 @@ def _run(args) -> int:
         from dse.systems.pareto.jobs import run
 
         run(args.run)
+        return 0
+    if args.step.startswith("multiapp-"):
+        from dse.systems.layermap import multiapp_jobs
+
+        if args.step == "multiapp-profile":
+            if not args.network:
+                raise DseError("workflow multiapp-profile needs --network")
+            multiapp_jobs.write_profile(args.run, args.network)
+        else:
+            {"multiapp-search": multiapp_jobs.search, "multiapp-report": multiapp_jobs.report}[args.step](args.run)
         return 0
     if args.step == "study-merge":
         from dse.workflow.study import merge_study

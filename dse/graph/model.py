@@ -7,6 +7,7 @@ away, so the layers we cut must be the ones that remain after the same folding a
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,16 @@ from onnx import numpy_helper
 
 from dse.core.validate import MAX_MODEL_BYTES, regular_file
 from dse.core.errors import DseError
-from dse.graph.tensors import format_shape, node_reads, rename_reads, static_shape
+from dse.graph.tensors import dtype_name, format_shape, node_reads, rename_reads, static_shape
 
+# What every backend can run (the virtual boards, ONNX Runtime on this host, TensorRT through the board agent):
+# check_model refuses anything else when a model is loaded, whichever path loads it.
+MIN_IR_VERSION = 3                            # ONNX 1.0's IR version, the oldest released one
+MAX_IR_VERSION = onnx.IR_VERSION              # the newest this onnx writes (onnx 1.23: 14, as onnxruntime 1.32 reads)
+MIN_OPSET = 7                                 # the oldest ai.onnx opset onnxruntime guarantees
+MAX_OPSET = onnx.defs.onnx_opset_version()    # the newest this onnx knows (onnx 1.23: 28, as onnxruntime 1.32)
+MAX_DIM = 2**16                               # per input dimension: far past any image side, batch or channel count
+MAX_INPUT_ELEMENTS = 2**30                    # per input: 4 GiB of float32, allocated per frame by a real run
 _MAX_FOLD_PASSES = 6
 _NO_OP = ("Identity", "Dropout")
 _LIGHT_ELEMENTS = 4096
@@ -46,19 +55,22 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, list[int]]:
 
 def load_model(source: str | Path | onnx.ModelProto | bytes,
                input_shapes: dict[str, list[int]] | None = None) -> onnx.ModelProto:
-    """Read an ONNX model and return its sanitized copy (the input is never modified).
+    """Read an ONNX model, refuse it unless every backend can run it (``check_model``), and return its sanitized
+    copy (the input is never modified).
 
-    Sanitized means: local functions inlined, every input at a static shape, shapes inferred,
-    constants and shape subgraphs folded, Identity/Dropout removed, Constant nodes turned into
-    initializers, unused initializers dropped, nodes in a deterministic topological order with unique
-    names, and every tensor with a static shape (otherwise a DseError names the ones without).
+    Sanitized means: weights listed as inputs dropped from the inputs (IR version < 4 raised to 4), local
+    functions inlined, every input at a static shape, shapes inferred, constants and shape subgraphs folded,
+    Identity/Dropout removed, Constant nodes turned into initializers, unused initializers dropped, nodes in a
+    deterministic topological order with unique names, and every tensor with a static shape (otherwise a DseError
+    names the ones without).
     """
     model, label = read_model(source)
-    _check_is_onnx(model, label)
+    if input_shapes:
+        check_model(model, label, input_shapes)   # read_model checked the shapes the model declares
     if model.functions:
         import onnx.inliner
         model = onnx.inliner.inline_local_functions(model)
-    _drop_initializer_inputs(model.graph)
+    _drop_initializer_inputs(model)
     _fix_input_shapes(model.graph, dict(input_shapes or {}), label)
     model = _fold(model, label)
     _remove_no_ops(model.graph)
@@ -73,32 +85,38 @@ def load_model(source: str | Path | onnx.ModelProto | bytes,
 
 def read_model(source) -> tuple[onnx.ModelProto, str]:
     """(a copy of the ONNX model, a label for messages) from a ModelProto, bytes or a path; anything that is not
-    a readable ONNX model (a text file, a truncated file, a directory) is a DseError naming the file."""
+    a readable ONNX model (a text file, a truncated file, a directory) is a DseError naming the file, and so is a
+    model no backend can run (``check_model``, before its external weights are read)."""
+    folder = None   # of a file: where its external data lies
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(source)
-        return model, f"model {source.graph.name or '(unnamed)'!r}"
-    if isinstance(source, (bytes, bytearray)):
+        label = f"model {source.graph.name or '(unnamed)'!r}"
+    elif isinstance(source, (bytes, bytearray)):
         try:
-            return onnx.load_from_string(bytes(source)), "model bytes"
+            model, label = onnx.load_from_string(bytes(source)), "model bytes"
         except Exception as exc:  # protobuf raises DecodeError; keep the reason
             raise DseError(f"model bytes is not an ONNX model: {exc}") from None
-    path = Path(source)
-    label = str(path)
-    if not path.exists():
-        raise DseError(f"model file {label!r} not found")
-    if path.is_dir():
-        raise DseError(f"{label} is not an ONNX model: it is a directory")
-    regular_file(path, "model file", MAX_MODEL_BYTES)
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
-        raise DseError(f"{label} is not an ONNX model: {exc}") from None
+    else:
+        path = Path(source)
+        label, folder = str(path), path.parent
+        if not path.exists():
+            raise DseError(f"model file {label!r} not found")
+        if path.is_dir():
+            raise DseError(f"{label} is not an ONNX model: it is a directory")
+        regular_file(path, "model file", MAX_MODEL_BYTES)
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception as exc:
+            raise DseError(f"{label} is not an ONNX model: {exc}") from None
     _check_is_onnx(model, label)
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
-    except Exception as exc:
-        raise DseError(f"{label}: cannot load its external data (weights file next to the model): {exc}") from None
+    check_model(model, label)
+    if folder is not None:
+        try:
+            onnx.external_data_helper.load_external_data_for_model(model, str(folder))
+        except Exception as exc:
+            raise DseError(f"{label}: cannot load its external data (weights file next to the model): {exc}") \
+                from None
     return model, label
 
 
@@ -117,17 +135,92 @@ def _check_is_onnx(model: onnx.ModelProto, label: str) -> None:
         raise DseError(f"{label} is not an ONNX model: {', '.join(problems)}")
 
 
-def _drop_initializer_inputs(graph: onnx.GraphProto) -> None:
-    """Old exporters list weights as graph inputs: treat them as the constants they are."""
-    weights = {t.name for t in graph.initializer}
+def check_model(model: onnx.ModelProto, label: str,
+                input_shapes: Mapping[str, Sequence[int]] | None = None) -> None:
+    """Refuse a model that no backend can run, before anything reads its graph: one DseError line naming the bad
+    value and what is valid. Valid means: IR version MIN_IR_VERSION..MAX_IR_VERSION and ai.onnx opset
+    MIN_OPSET..MAX_OPSET (what onnx and onnxruntime read), every tensor written once, and exactly one input (weights
+    listed as inputs aside): a float32 tensor of rank 4 (the NCHW image every application feeds), each dimension
+    1..MAX_DIM and at most MAX_INPUT_ELEMENTS in all, at ``input_shapes`` where they are given. ``read_model``, the
+    one reader of every path (``load_model``: analysis, the sim, ort and trt backends' weighted model, inspect,
+    partition; ``dse.network.build_model``), calls it on every model it returns; ``load_model`` again at the given
+    input shapes."""
+    if not MIN_IR_VERSION <= model.ir_version <= MAX_IR_VERSION:
+        raise DseError(f"{label}: IR version {model.ir_version} is not supported; supported IR versions: "
+                       f"{MIN_IR_VERSION}..{MAX_IR_VERSION}")
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and not MIN_OPSET <= opset.version <= MAX_OPSET:
+            raise DseError(f"{label}: opset {opset.version} (ai.onnx) is not supported; supported opsets: "
+                           f"{MIN_OPSET}..{MAX_OPSET} (onnx.version_converter.convert_version converts a model)")
+    graph = model.graph
+    weights = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+    sources = weights | {vi.name for vi in graph.input}
+    writers: dict[str, str] = {}
+    for index, node in enumerate(graph.node):
+        writer = f"{node.op_type} {node.name or f'#{index}'!r}"
+        for name in node.output:
+            if not name:
+                continue
+            if name in writers or name in sources:
+                first = writers.get(name, "a graph input" if name not in weights else "an initializer")
+                raise DseError(f"{label}: tensor {name!r} is written twice, by {first} and by {writer}; every "
+                               f"tensor must have one writer (rename one of them)")
+            writers[name] = writer
+    inputs = [vi for vi in graph.input if vi.name not in weights]
+    if len(inputs) != 1:
+        listed = f" ({_describe_inputs(inputs)})" if inputs else ""
+        raise DseError(f"{label}: {len(inputs)} inputs{listed}; dse runs models with exactly one input, the image "
+                       f"(float32 NCHW): make the others constants (initializers) or cut them off the model")
+    vi = inputs[0]
+    if not vi.type.HasField("tensor_type"):
+        raise DseError(f"{label}: input {vi.name!r} is not a tensor (sequence/map inputs are not supported); the "
+                       f"input must be a float32 NCHW image tensor")
+    tensor_type = vi.type.tensor_type
+    if tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise DseError(f"{label}: input {vi.name!r} {format_shape(vi)} is {dtype_name(tensor_type.elem_type)}; the "
+                       f"input must be FLOAT (float32), the image every backend feeds: export the model with a "
+                       f"float32 input")
+    declared = list(tensor_type.shape.dim) if tensor_type.HasField("shape") else None
+    given = (input_shapes or {}).get(vi.name)
+    rank = len(declared) if declared is not None else (len(given) if given is not None else None)
+    if rank is not None and rank != 4:
+        raise DseError(f"{label}: input {vi.name!r} {format_shape(vi)} has rank {rank}; the input must be an image "
+                       f"tensor of rank 4, NCHW (batch, channels, height, width)")
+    zero = [axis for axis, d in enumerate(declared or []) if d.HasField("dim_value") and d.dim_value == 0]
+    if zero:
+        raise DseError(f"{label}: input {vi.name!r} {format_shape(vi)} has size 0 on axis {zero[0]}; each dimension "
+                       f"must be 1..{MAX_DIM:,} (name a dynamic one, dim_param, and give its size with "
+                       f"benchmark.input_shapes or --input-shape)")
+    if given is not None:
+        dims, shown = [int(d) for d in given], "[" + ",".join(str(d) for d in given) + "]"
+    else:
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in declared or []]
+        shown = format_shape(vi)
+    for axis, d in enumerate(dims):
+        if d is not None and not 1 <= d <= MAX_DIM:
+            raise DseError(f"{label}: input {vi.name!r} {shown} has size {d:,} on axis {axis}; each dimension "
+                           f"must be 1..{MAX_DIM:,}")
+    if dims and None not in dims and _numel(dims) > MAX_INPUT_ELEMENTS:
+        raise DseError(f"{label}: input {vi.name!r} {shown} has {_numel(dims):,} elements; at most "
+                       f"{MAX_INPUT_ELEMENTS:,} (4 GiB of float32) per input")
+
+
+def _drop_initializer_inputs(model: onnx.ModelProto) -> None:
+    """Old exporters (IR version < 4, where every initializer had to be a graph input too) list weights as graph
+    inputs: treat them as the constants they are, and stamp the model IR version 4 (IR_VERSION_2019_1_22 in
+    onnx.proto: "initializers need not be graph inputs"), so that shape inference and ONNX Runtime read its
+    initializers as constants rather than as inputs left without a shape."""
+    graph = model.graph
+    weights = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
     keep = [vi for vi in graph.input if vi.name not in weights]
     if len(keep) != len(graph.input):
         del graph.input[:]
         graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, onnx.Version.IR_VERSION_2019_1_22)
 
 
-def _describe_inputs(graph: onnx.GraphProto) -> str:
-    return ", ".join(f"{vi.name} {format_shape(vi)}" for vi in graph.input) or "(none)"
+def _describe_inputs(inputs) -> str:
+    return ", ".join(f"{vi.name} {format_shape(vi)}" for vi in inputs) or "(none)"
 
 
 def _fix_input_shapes(graph: onnx.GraphProto, shapes: dict[str, list[int]], label: str) -> None:
@@ -135,11 +228,9 @@ def _fix_input_shapes(graph: onnx.GraphProto, shapes: dict[str, list[int]], labe
     unknown = sorted(set(shapes) - set(names))
     if unknown:
         raise DseError(f"unknown input {unknown[0]!r} in --input-shape; the inputs of {label} are: "
-                       f"{_describe_inputs(graph)}")
+                       f"{_describe_inputs(graph.input)}")
     missing = []
     for vi in graph.input:
-        if not vi.type.HasField("tensor_type"):
-            raise DseError(f"{label}: input {vi.name!r} is not a tensor (sequence/map inputs are not supported)")
         tensor_type = vi.type.tensor_type
         if vi.name in shapes:
             given = shapes[vi.name]
@@ -466,4 +557,4 @@ def _check_static(graph: onnx.GraphProto, label: str) -> None:
                        f"the shape inference does not know cannot be partitioned; cut them off the model first")
 
 
-__all__ = ["parse_input_shapes", "load_model"]
+__all__ = ["parse_input_shapes", "load_model", "check_model"]

@@ -930,12 +930,42 @@ def _core_group_options(d: Mapping, where: str, precisions: tuple[str, ...]) -> 
     return pes, options, options["E"].stages[0].pes[0]
 
 
+# the sections that are mappings (``options`` may also be ``auto``) and lists: a scalar in their place is refused
+# by name before a reader walks it
+MAPPING_SECTIONS = ("cpu", "pes", "cost", "limits", "prepost", "power", "noise", "sim", "extra_options", "transport",
+                    "board_costs", "comm", "tasks", "dvfs", "contention", "clocked", "power_modes", "dla_rules",
+                    "clock_control")
+LIST_SECTIONS = ("precisions",)
+
+
 def platform_from_dict(d: Mapping) -> Platform:
-    """Build and validate a Platform from the YAML content (a dict or an omegaconf DictConfig)."""
+    """Build and validate a Platform from the YAML content (a dict or an omegaconf DictConfig). A section of the
+    wrong shape deeper than the checks below reach is still one DseError naming the platform, never a traceback."""
     d = _plain(d)
+    if not isinstance(d, Mapping):
+        raise DseError(f"a platform profile is a mapping of sections, got {type(d).__name__}")
     name = str(_req(d, "name", "the profile"))
     where = f"platform {name}"
     check_keys(d, TOP_LEVEL_KEYS, f"key of {where}")
+    for key in MAPPING_SECTIONS:
+        if d.get(key) is not None and not isinstance(d[key], Mapping) and not (key == "dla_rules"
+                                                                              and isinstance(d[key], str)):
+            raise DseError(f"{where}: {key} must be a mapping, got {d[key]!r}")
+    if not (d.get("options") is None or d["options"] == "auto" or isinstance(d["options"], Mapping)):
+        raise DseError(f"{where}: options must be a mapping of option names or 'auto', got {d['options']!r}")
+    for key in LIST_SECTIONS:
+        if d.get(key) is not None and not isinstance(d[key], (list, tuple)):
+            raise DseError(f"{where}: {key} must be a list, got {d[key]!r}")
+    try:
+        return _platform(d, name, where)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        if isinstance(exc, DseError):
+            raise
+        raise DseError(f"{where}: a section has the wrong shape ({type(exc).__name__}: {exc}); "
+                       "compare with config/platform/xavier-agx-sim.yaml") from None
+
+
+def _platform(d: dict, name: str, where: str) -> Platform:
     precisions = tuple(str(p) for p in d.get("precisions") or ("fp32",))
     if d.get("options") == "auto":
         pes, options, main_pe = _core_group_options(d, where, precisions)
@@ -1024,12 +1054,9 @@ def load_platform(source: Any) -> Platform:
     if isinstance(source, (str, Path)):
         path = Path(source)
         if path.suffix in (".yaml", ".yml"):
-            if not path.is_file():
-                raise DseError(f"platform profile {str(path)!r}: no such file")
-            import yaml
+            from dse.core.validate import load_yaml
 
-            with open(path) as fh:
-                return platform_from_dict(yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+            return platform_from_dict(load_yaml(path, "platform profile"))
         from dse.config import compose_config, group_choices
 
         if str(source) not in group_choices("platform"):

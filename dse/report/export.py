@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from dse.core.configuration import Configuration
 from dse.core.errors import DseError
+from dse.core.validate import yaml_text
 
 JEDI_DATA_TYPES = {"fp32": "FP32", "fp16": "FP16", "int8": "INT8"}
 JEDI_APP_TYPES = {"yolo": "YoloApplication", "classify": "ClassificationApplication"}
@@ -25,7 +26,7 @@ def load_result(path: str | Path) -> tuple[Configuration, dict]:
     path = Path(path)
     if not path.is_file():
         raise DseError(f"result file {str(path)!r} not found")
-    text = path.read_text()
+    text = yaml_text(path, "result file")  # JSON is YAML: the same bounds
     try:
         if path.suffix.lower() == ".json":
             doc = json.loads(text)

@@ -66,6 +66,39 @@ def energy_front(points: pd.DataFrame, chosen: dict | None, reference: dict | No
     return save_figure(fig, out)
 
 
+def relative_responses(frame: pd.DataFrame, apps: list[str], out: str | Path) -> Path:
+    """Seed 002 Fig. 11: the Pareto set's relative response times, the first two apps on the axes and the third's
+    (where there is one) as the grey level: darker, smaller."""
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    x, y = frame[f"{apps[0]}_relative"], frame[f"{apps[1]}_relative"] if len(apps) > 1 else frame["power_w"]
+    if len(apps) > 2:
+        sc = ax.scatter(x, y, c=frame[f"{apps[2]}_relative"], cmap="gray", s=14, edgecolors="k", linewidths=0.3)
+        fig.colorbar(sc, ax=ax, label=f"{apps[2]} relative response")
+    else:
+        ax.scatter(x, y, s=14)
+    ax.set_xlabel(f"{apps[0]} relative response")
+    ax.set_ylabel(f"{apps[1]} relative response" if len(apps) > 1 else "energy (W)")
+    ax.set_title(f"Pareto set: {len(frame)} solutions")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return save_figure(fig, out)
+
+
+def energy_over_pairs(frame: pd.DataFrame, apps: list[str], out: str | Path) -> Path:
+    """Seed 002 Fig. 12 (a)-(c): the energy (colour, darker is less) over the relative response times of each pair
+    of apps."""
+    pairs = [(a, b) for i, a in enumerate(apps) for b in apps[i + 1:]] or [(apps[0], apps[0])]
+    fig, axes = plt.subplots(1, len(pairs), figsize=(4.2 * len(pairs), 3.8), squeeze=False)
+    for ax, (a, b) in zip(axes[0], pairs):
+        sc = ax.scatter(frame[f"{a}_relative"], frame[f"{b}_relative"], c=frame["power_w"], cmap="gray", s=14,
+                        edgecolors="k", linewidths=0.3)
+        ax.set_xlabel(f"{a} relative response")
+        ax.set_ylabel(f"{b} relative response")
+        ax.grid(alpha=0.3)
+    fig.colorbar(sc, ax=list(axes[0]), label="energy (W)")
+    return save_figure(fig, out)
+
+
 def save_figure(fig, out) -> Path:
     """Write a figure atomically (temp file + rename) to a file path (a directory is refused)."""
     from dse.core.errors import DseError

@@ -6,7 +6,8 @@ DL chains grafted in, l. 1602-1604) is the same object with explicit edges: a DA
 - GPU stage: one task per TensorRT kernel, non-preemptive, FIFO with the kernels of other apps.
 - DLA stage: one task (no per-layer DLA profile exists), FIFO.
 
-PE names: ``GPU``, ``DLA0``, ``DLA1``, ``CPU0`` .. ``CPU{n-1}``; a placement maps (app, stage index) to one.
+PE names: ``GPU``, ``DLA0``, ``DLA1``, ``CPU0`` .. ``CPU{n-1}``; a placement maps (app, stage index) to one
+(``kind_of`` also knows seed 002's ``NPU``, which only the periodic sim places).
 Frequencies enter as per-kind time scales ``{"cpu": fmax/f, "gpu": ..., "dla": ...}`` (>= 1 below fmax).
 """
 from __future__ import annotations
@@ -17,14 +18,15 @@ from typing import Mapping
 from dse.core.errors import DseError
 
 KINDS = ("cpu", "gpu", "dla")
+PE_KINDS = (*KINDS, "npu")      # kind_of also names the NPU of seed 002's HiKey970 (no Ch. 4 stage kind)
 
 
 def kind_of(pe: str) -> str:
-    """Processor kind of a PE name: ``CPU3`` -> cpu, ``GPU`` -> gpu, ``DLA1`` -> dla."""
-    for kind in KINDS:
+    """Processor kind of a PE name: ``CPU3`` -> cpu, ``GPU`` -> gpu, ``DLA1`` -> dla, ``NPU`` -> npu."""
+    for kind in PE_KINDS:
         if pe.lower().startswith(kind):
             return kind
-    raise DseError(f"PE {pe!r} is not a CPU core, the GPU or a DLA core (names: CPU<k>, GPU, DLA<k>)")
+    raise DseError(f"PE {pe!r} is not a CPU core, the GPU, a DLA core or an NPU (names: CPU<k>, GPU, DLA<k>, NPU)")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ loops and cut repair.
 
 DEAP does selection, crossover and mutation; the loops around it are
 - ``run_ga``: DEAP's generational loop (what ``algorithms.eaSimple`` does), one objective;
-- ``run_moea``: mu + lambda with SPEA2 or NSGA-II survivors, two objectives;
+- ``run_moea``: mu + lambda with SPEA2 or NSGA-II survivors, two or more objectives;
 - ``run_pairs``: the genome GA of thesis Ch. 4 and 5: parents in pairs, two children per pair by uniform
   crossover and one resampled gene each, then a survival function (the best distinct genomes, or NSGA-II).
   ``evolve_genomes`` is its one-objective form: lexicase parents and the exhaustive shortcut.
@@ -23,6 +23,7 @@ import numpy as np
 from deap import algorithms, base, creator, tools
 
 from dse.core.errors import DseError
+from dse.core.validate import check_sizes
 from dse.search.settings import SearchSettings
 from dse.search.space import SearchSpace, stage_width
 
@@ -43,9 +44,7 @@ class GASettings:
     seed: int = 0
 
     def __post_init__(self):
-        if self.population < 2 or self.generations < 0 or self.stall < 0:
-            raise DseError(f"GA needs population >= 2, generations >= 0 and stall >= 0, got "
-                           f"{self.population}/{self.generations}/{self.stall}")
+        check_sizes(vars(self), "GA", {"population": 2, "generations": 0, "stall": 0})
         if not (0 <= self.cxpb <= 1 and 0 <= self.mutpb <= 1):
             raise DseError(f"GA probabilities must be in [0, 1], got cxpb={self.cxpb} mutpb={self.mutpb}")
 
@@ -181,21 +180,32 @@ def _evaluate(toolbox: base.Toolbox, pop: list) -> int:
 
 def run_moea(toolbox: base.Toolbox, ga: GASettings, salt: str, selector: str = "spea2", *,
              budget: int | None = None, ref: Sequence[float] | None = None, log: dict | None = None):
-    """Multi-objective (mu + lambda) loop, mu = lambda = ``ga.population``: offspring by ``varAnd`` on random
-    parents (the rates may sum above 1, which ``varOr`` forbids), then ``selSPEA2`` or ``selNSGA2(nd="log")``
-    on parents + offspring. Returns the Pareto archive (``non_dominated`` over everything seen) and the 2-D hypervolume of the
-    archive per generation (reference point ``ref``, default 1.1 x the worst initial values)."""
+    """Multi-objective (mu + lambda) loop over k >= 2 objectives (the fitness type's weights), mu = lambda =
+    ``ga.population``: offspring by ``varAnd`` on random parents (the rates may sum above 1, which ``varOr``
+    forbids), then ``selSPEA2`` or ``selNSGA2(nd="log")`` on parents + offspring. Returns the Pareto archive
+    (``non_dominated`` over everything seen) and its history per generation: with 2 objectives the 2-D
+    hypervolume (reference point ``ref``, default 1.1 x the worst initial values), with more the archive's size
+    (an exact k-D hypervolume costs more than the generation; ``ref`` is refused there)."""
     selectors = {"spea2": tools.selSPEA2, "nsga2": lambda p, k: tools.selNSGA2(p, k, nd="log")}
     if selector not in selectors:
         raise DseError(f"unknown MOEA selector {selector!r}; valid choices: {', '.join(selectors)}")
     select = selectors[selector]
     with seeded(ga.seed, salt):
         pop = toolbox.population(n=ga.population)
+        k = len(pop[0].fitness.weights)
+        if k < 2:
+            raise DseError(f"run_moea needs a fitness of 2 or more objectives, got {k}; run_ga takes one")
+        if ref is not None and (k != 2 or len(ref) != 2):
+            raise DseError(f"a hypervolume reference point is for 2 objectives, got {list(ref)} for {k}")
         spent = _evaluate(toolbox, pop)
         front = non_dominated(pop)
-        if ref is None:
-            ref = [1.1 * max(ind.fitness.values[k] for ind in pop) for k in range(2)]
-        history = [hypervolume_2d([i.fitness.values for i in front], ref)]
+        if k == 2 and ref is None:
+            ref = [1.1 * max(ind.fitness.values[j] for ind in pop) for j in range(2)]
+
+        def progress() -> float:
+            return hypervolume_2d([i.fitness.values for i in front], ref) if k == 2 else float(len(front))
+
+        history = [progress()]
         gens = 0
         while gens < ga.generations and (budget is None or spent < budget):
             kids = algorithms.varAnd(tools.selRandom(pop, ga.population), toolbox, ga.cxpb, ga.mutpb)
@@ -203,9 +213,9 @@ def run_moea(toolbox: base.Toolbox, ga: GASettings, salt: str, selector: str = "
             pop = select(pop + kids, ga.population)
             front = non_dominated(front + pop)
             gens += 1
-            history.append(hypervolume_2d([i.fitness.values for i in front], ref))
+            history.append(progress())
     if log is not None:
-        log.update(evaluations=spent, generations=gens, ref=list(ref))
+        log.update(evaluations=spent, generations=gens, ref=None if ref is None else list(ref))
     return front, history
 
 
@@ -371,19 +381,32 @@ def evolve_genomes(sizes: Sequence[int], evaluate: Callable[[Genes], tuple[float
 
 
 def non_dominated(inds: list) -> list:
-    """The individuals no other one dominates (2 minimized objectives), one per distinct objective pair, sorted by
-    the first objective: an O(n log n) sweep, where DEAP's ParetoFront archive compares every pair in Python (a
-    5000-individual NSGA-II with a growing front spent minutes in it)."""
+    """The individuals no other one dominates (all objectives minimized), one per distinct objective vector, sorted
+    lexicographically (by the first objective, then the next): for 2 objectives an O(n log n) sweep, for more a
+    numpy comparison of each point with the ones before it in that order (a dominator sorts first). DEAP's
+    ParetoFront archive compares every pair in Python (a 5000-individual NSGA-II with a growing front spent
+    minutes in it)."""
     if not inds:
         return []
     obj = np.array([ind.fitness.values for ind in inds], dtype=float)
-    order = np.lexsort((obj[:, 1], obj[:, 0]))
-    keep, best = [], np.inf
-    for i in order:
-        if obj[i, 1] < best:
-            keep.append(inds[i])
-            best = obj[i, 1]
-    return keep
+    order = np.lexsort(obj.T[::-1])
+    if obj.shape[1] == 2:
+        keep, best = [], np.inf
+        for i in order:
+            if obj[i, 1] < best:
+                keep.append(inds[i])
+                best = obj[i, 1]
+        return keep
+    obj = obj[order]
+    distinct = np.r_[True, (obj[1:] != obj[:-1]).any(axis=1)]          # equal vectors are next to each other
+    obj, order = obj[distinct], order[distinct]
+    keep = np.ones(len(obj), dtype=bool)
+    for lo in range(0, len(obj), 512):                                  # [block, n, k] stays small
+        block = obj[lo:lo + 512]
+        weak = (obj[None, :, :] <= block[:, None, :]).all(axis=2)       # weak[i, j]: j is <= i everywhere
+        weak &= np.arange(len(obj))[None, :] < np.arange(lo, lo + len(block))[:, None]   # distinct: one is <
+        keep[lo:lo + len(block)] = ~weak.any(axis=1)
+    return [inds[i] for i in order[keep]]
 
 
 def pareto_mask(fps, energy) -> np.ndarray:

@@ -85,6 +85,36 @@ def _per_pe(values, pes: PeSet, what: str) -> np.ndarray | None:
     return arr
 
 
+def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges grouped by ``keys`` (one task per edge): the stable sort order, each group's first position in it and
+    its task; ``np.add.reduceat`` over the sorted rows then sums a group without ``ufunc.at``'s scattered writes."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if len(k) else np.zeros(0, dtype=np.int64)
+    return order, starts, k[starts]
+
+
+class _EdgeGroups:
+    """The mapping-independent grouping of a graph's edges that ``task_costs_population`` charges by: per sender,
+    per receiver, and for ``dedupe`` the edges of producers with several consumers (the only ones it changes),
+    each with the index of its producer among those."""
+
+    def __init__(self, g: TaskGraph):
+        self.sender, self.receiver = _segments(g.src), _segments(g.dst)
+        self.multi = np.flatnonzero((np.bincount(g.src, minlength=g.n) > 1)[g.src])
+        fans, self.fan_group = np.unique(g.src[self.multi], return_inverse=True)
+        self.n_fans = len(fans)
+
+
+def _segment_sum(values: np.ndarray, seg, n: int) -> np.ndarray:
+    """[n, pop]: the rows of ``values`` [n_edges, pop] summed per group of ``seg`` (`_segments`) into its task."""
+    order, starts, tasks = seg
+    out = np.zeros((n, values.shape[1]))
+    if len(starts):
+        out[tasks] = np.add.reduceat(values[order], starts, axis=0)
+    return out
+
+
 class AnalyticModel:
     """Period, CPU utilization, energy and latency of per-layer mappings of one task graph on one PE set."""
 
@@ -104,10 +134,11 @@ class AnalyticModel:
         self.u_max = None if u_max is None else float(u_max)
         self.cap_mode, self.charge, self.dedupe = cap_mode, charge, bool(dedupe)
         self.n, self.P = graph.n, len(pes)
-        self.E = profile.time_us[:, [profile.kind_index(k) for k in pes.kinds]]   # [n, P]
+        self.E = np.ascontiguousarray(profile.time_us[:, [profile.kind_index(k) for k in pes.kinds]])   # [n, P]
         self.cores = pes.cores                                                      # [P], 0 = not a CPU group
         self.n_cores = float(self.cores.sum())
         self.C = self._comm_matrix()                                                # [n_edges, P, P]
+        self._groups = _EdgeGroups(graph)
         best = self.E.min(axis=1)
         self.lam = 10.0 * float(best[np.isfinite(best)].sum())
         self.p_busy = _per_pe(p_busy, pes, "p_busy")
@@ -151,31 +182,47 @@ class AnalyticModel:
 
     # -- population evaluation --------------------------------------------------------------------------------
     def loads(self, maps) -> np.ndarray:
-        """[pop, P] occupancy per PE and frame (us); [P] for one mapping."""
+        """[pop, P] occupancy per PE and frame (us); [P] for one mapping: the task costs summed per PE."""
         M = self.check_maps(maps)
         single = M.ndim == 1
         M = np.atleast_2d(M)
-        pop, n, P = M.shape[0], self.n, self.P
-        offset = (np.arange(pop) * P)[:, None]
-        E_sel = self.E[np.arange(n)[None, :], M]
-        loads = np.bincount((M + offset).ravel(), E_sel.ravel(), minlength=pop * P)
-        g = self.graph
-        if len(g.src):
-            ms, md = M[:, g.src], M[:, g.dst]
-            c = self.C[np.arange(len(g.src))[None, :], ms, md]                      # [pop, n_edges]
-            if not self.dedupe:
-                charged = ms if self.charge == "sender" else md
-                loads += np.bincount((charged + offset).ravel(), c.ravel(), minlength=pop * P)
-            else:
-                D = np.zeros((pop, n, P))                                            # largest transfer per (i, q)
-                rows = np.broadcast_to(np.arange(pop)[:, None], ms.shape)
-                np.maximum.at(D, (rows, np.broadcast_to(g.src, ms.shape), md), c)
-                if self.charge == "sender":
-                    loads += np.bincount((M + offset).ravel(), D.sum(axis=2).ravel(), minlength=pop * P)
-                else:
-                    loads += D.sum(axis=1).ravel()
-        loads = loads.reshape(pop, P)
+        exec_us, comm = self.task_costs_population(M)
+        pop, P = M.shape[0], self.P
+        flat = (M + (np.arange(pop) * P)[:, None]).ravel()
+        loads = np.bincount(flat, (exec_us + comm).ravel(), minlength=pop * P).reshape(pop, P)
         return loads[0] if single else loads
+
+    def task_costs_population(self, maps) -> tuple[np.ndarray, np.ndarray]:
+        """(compute us, charged transfer us) per individual and task, [pop, n] each: the per-task occupancies a
+        multi-app schedulability analysis needs for a whole GA population; row k = ``task_costs(maps[k])``.
+
+        No loop over individuals: the work is laid out [edge, individual] and edges are summed per charged task
+        with ``reduceat`` over precomputed groups; ``dedupe`` groups only the edges of producers with several
+        consumers (one consumer: one transfer per destination anyway)."""
+        M = self.check_maps(maps)
+        if M.ndim != 2:
+            raise LayerMapError(f"task_costs_population takes a population [pop, {self.n}], got shape {M.shape}")
+        g, n, P, pop = self.graph, self.n, self.P, M.shape[0]
+        MT = np.ascontiguousarray(M.T)                                             # [n, pop]
+        exec_us = self.E.ravel()[(np.arange(n) * P)[:, None] + MT]
+        if not len(g.src) or not pop:
+            return exec_us.T, np.zeros((pop, n))
+        md = MT[g.dst]
+        c = self.C.ravel()[(np.arange(len(g.src)) * (P * P))[:, None] + MT[g.src] * P + md]    # [n_edges, pop]
+        G = self._groups
+        if self.dedupe and len(G.multi):
+            # a fan-out's transfers grouped by (producer, destination PE): the group's largest on its first edge
+            # (its first consumer), 0 on the others
+            k, size = len(G.multi), G.n_fans * P * pop
+            cm = c[G.multi].ravel()
+            group = (((G.fan_group * P)[:, None] + md[G.multi]) * pop + np.arange(pop)).ravel()    # [k * pop]
+            edge = np.repeat(np.arange(k), pop)
+            gmax, first = np.zeros(size), np.full(size, k)
+            np.maximum.at(gmax, group, cm)
+            np.minimum.at(first, group, edge)
+            c[G.multi] = np.where(first[group] == edge, gmax[group], 0.0).reshape(k, pop)
+        comm = _segment_sum(c, G.sender if self.charge == "sender" else G.receiver, n)
+        return exec_us.T, comm.T
 
     def summarize(self, loads) -> Evaluation:
         """Period, utilization, penalty and energy from loads [pop, P] (or [P])."""
@@ -212,26 +259,8 @@ class AnalyticModel:
         m = self.check_maps(m)
         if m.ndim != 1:
             raise LayerMapError("task_costs takes one mapping")
-        g, n, P = self.graph, self.n, self.P
-        exec_us = self.E[np.arange(n), m]
-        comm = np.zeros(n)
-        if len(g.src):
-            md = m[g.dst]
-            c = self.C[np.arange(len(g.src)), m[g.src], md]
-            if not self.dedupe:
-                comm = np.bincount(g.src if self.charge == "sender" else g.dst, c, minlength=n)
-            else:
-                key = g.src * P + md
-                gmax = np.zeros(n * P)
-                np.maximum.at(gmax, key, c)
-                if self.charge == "sender":
-                    comm = gmax.reshape(n, P).sum(axis=1)
-                else:
-                    first = np.full(n * P, n)
-                    np.minimum.at(first, key, g.dst)
-                    hit = gmax > 0
-                    comm = np.bincount(first[hit], gmax[hit], minlength=n)
-        return exec_us, comm
+        exec_us, comm = self.task_costs_population(m[None, :])
+        return exec_us[0], comm[0]
 
     def occupancy(self, m) -> np.ndarray:
         """Per task: the time it holds its PE per frame (compute + charged transfers)."""

@@ -245,9 +245,9 @@ def _csv_rows(path: Path) -> list[dict]:
 
 
 def _yaml_rows(path: Path) -> list[dict]:
-    import yaml
+    from dse.core.validate import load_yaml
 
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = load_yaml(path, "profile table") or {}
     if not isinstance(doc, dict) or "tasks" not in doc:
         raise LayerMapError(f"{path}: expected a mapping with keys 'unit' and 'tasks'")
     unit = doc.get("unit")

@@ -23,6 +23,35 @@ PARTS = ("model", "platform", "measure", "search", "energy", "compare", "layerma
          "lm-pareto")
 
 
+# the planners of the target families other than the pipeline: config group -> (label, "module:function"), each
+# called with the Snakemake config, composing and checking every case before any job runs (writes nothing)
+FAMILY_PLANNERS = {"multi": ("multi case", "dse.systems.multi.jobs:plan_multi"),
+                   "dataflow": ("dataflow case", "dse.systems.dataflow.jobs:plan_dataflow"),
+                   "taskset": ("taskset campaign", "dse.systems.taskset.jobs:plan_taskset"),
+                   "pareto": ("pareto run", "dse.systems.pareto.jobs:plan_pareto"),
+                   "study": ("study", "dse.workflow.study:plan_study"),
+                   "multiapp": ("multiapp case", "dse.systems.layermap.multiapp_jobs:plan_multiapp")}
+
+
+def named_families(overrides) -> list[str]:
+    """The families whose config group an override names (``multi=...``, ``+dataflow.ga.population=...``): the
+    ones asked for, planned at once so that a bad value is one line before any job (``dse config show`` too)."""
+    given = [o.split("=", 1)[0].lstrip("+~").split(".", 1)[0] for o in split_overrides(overrides)]
+    return [family for family in FAMILY_PLANNERS if family in given]
+
+
+def plan_family(family: str, snakemake_config: dict) -> dict[str, Plan]:
+    """The plans of one family (``FAMILY_PLANNERS``); a bad value is a DseError naming the family and the value."""
+    from importlib import import_module
+
+    label, planner = FAMILY_PLANNERS[family]
+    module, function = planner.split(":")
+    try:
+        return getattr(import_module(module), function)(snakemake_config)
+    except DseError as exc:
+        raise type(exc)(f"bad {label} configuration: {exc}") from None
+
+
 def _yaml(content) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(content))
 

@@ -5,6 +5,7 @@ The workflow's own bad inputs (planning refuses before any job runs) are in test
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -45,6 +46,11 @@ def inputs(tmp_path):
     (d / "zero.cfg").symlink_to("/dev/zero")
     (d / "afile").write_text("x")
     (d / "notyaml.yaml").write_text("config: [unclosed\n")
+    (d / "static.onnx").write_bytes(whole)          # its input is static: 1x3x64x64
+    bomb = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    (d / "bomb.yaml").write_text("\n".join(bomb) + "\n")          # 10^9 nodes once the aliases are expanded
+    (d / "deep.yaml").write_text("config: " + "[" * 5000 + "]" * 5000 + "\n")
     cfg = {"benchmark": "yolov4", "platform": "xavier-agx-sim", "option": "PND-B", "cuts": [52, 134],
            "streams": [1, 4, 3], "buffers": 8, "pre_threads": 1, "post_threads": 1, "precision": "int8",
            "batch": 1, "input_size": 416}
@@ -160,6 +166,52 @@ CASES = [
     (["measure", "benchmark.model={in}/fifo.onnx", "benchmark.name=mine"], 2, "is not a regular file"),
     (["measure", "benchmark.model={in}/zero.cfg", "benchmark.name=mine"], 2, "is not a regular file"),
     (["measure", *TINY, "benchmark.weights={in}/fifo.onnx", "benchmark.name=mine"], 2, "weights file '{in}/fifo.onnx' is not a regular file"),
+    # --- a static model's input is the run's batch and size, or the run is refused --------------------------------
+    (["measure", "benchmark.model={in}/static.onnx", "benchmark.name=mine", "benchmark.input_size=128"], 2,
+     "input 'input' is static [1, 3, 64, 64], but the run is set to batch 1 and input size 128: set batch=1"),
+    (["measure", "benchmark.model={in}/static.onnx", "benchmark.name=mine", "benchmark.input_size=64", "batch=4"], 2,
+     "the run is set to batch 4 and input size 64: set batch=1 benchmark.input_size=64"),
+    # --- YAML that would hang whatever walks it -------------------------------------------------------------------
+    (["export", "jedi", "{in}/bomb.yaml"], 2, "bomb.yaml': its aliases expand to more than 1,000,000 nodes"),
+    (["export", "trtexec", "{in}/deep.yaml"], 2, "deep.yaml"),
+    # --- a target family's settings, checked by `config show` as its target plans them ---------------------------
+    (["config", "show", "dataflow=tiny", "dataflow.ga.population=99999999999"], 2,
+     "bad dataflow case configuration: dataflow.ga.population must be an integer in 2..100,000, got 99999999999"),
+    (["config", "show", "dataflow=tiny", "dataflow.ga.generations=-1"], 2, "dataflow.ga.generations must be an integer"),
+    (["config", "show", "dataflow=tiny", "dataflow.deploy.seconds=1e12"], 2,
+     "dataflow.deploy.seconds must be a number of seconds in (0, 3,600], got 1000000000000.0"),
+    (["config", "show", "dataflow=tiny", "dataflow.name=/etc/x"], 2, "dataflow.name must be a plain directory name"),
+    (["config", "show", "multi=tiny", "multi.ga.population=0"], 2, "multi.ga.population must be an integer in 2..100,000"),
+    (["config", "show", "multi=tiny", "multi.ga.stall=1e12"], 2, "multi.ga.stall must be an integer in 0..100,000"),
+    (["config", "show", "multi=tiny", "multi.pareto.runs=10000000"], 2, "multi.pareto.runs must be an integer in 2.."),
+    (["config", "show", "multi=tiny", "multi.deploy.repeats=100000000"], 2, "multi.deploy.repeats must be an integer"),
+    (["config", "show", "multi=tiny", "multi.deploy.seconds=0"], 2, "multi.deploy.seconds must be a number of seconds"),
+    (["config", "show", "multi=tiny", "multi.name=../x"], 2, "multi.name must be a plain directory name"),
+    (["config", "show", "platform=tx2-sim", "benchmark=vgg19", "pareto.population=2"], 2,
+     "bad pareto run configuration: pareto.population must be an integer in 4..100,000, got 2"),
+    (["config", "show", "pareto.population=8"], 2, "platform xavier-agx-sim has no clocked section"),
+    (["config", "show", "study=tiny", "study.name=.."], 2, "bad study configuration: study.name must be a plain"),
+    (["config", "show", "taskset.name=a/b"], 2, "bad taskset campaign configuration: taskset.name must be a plain"),
+    (["config", "show", "taskset.time_limit_s=1e12"], 2, "time limit must be a number of seconds in (0, 86,400]"),
+    (["config", "show", "taskset.sets=0"], 2, "sets must be an integer in 1..10,000,000, got 0"),
+    (["config", "show", "platform=galaxy-s9-sim", "benchmark=mobilenet-v1", "layermap.ga.population=1"], 2,
+     "layermap.ga.population must be an integer in 2..100,000, got 1"),
+    (["config", "show", "platform=galaxy-s9-sim", "benchmark=mobilenet-v1", "layermap.ga.budget=1000000000"], 2,
+     "layermap.ga.budget must be an integer in 1..100,000,000"),
+    (["config", "show", "platform=galaxy-s9-sim", "benchmark=mobilenet-v1", "layermap.ilp.time_limit_s=1e12"], 2,
+     "layermap.ilp.time_limit_s must be a number of seconds in (0, 86,400]"),
+    (["config", "show", "multiapp=tiny", "multiapp.ga.population=1"], 2,
+     "bad multiapp case configuration: multiapp.ga.population must be an integer in 4..100,000, got 1"),
+    (["config", "show", "multiapp=tiny", "multiapp.apps=[]"], 2, "multiapp.apps must be a list of 1..8 apps"),
+    (["config", "show", "multiapp=tiny", "multiapp.accelerators=[npu]"], 2,
+     "unknown multiapp accelerator of platform galaxy-s9-sim 'npu'; valid choices: gpu"),
+    (["config", "show", "multiapp=tiny", "multiapp.apps.1.priority=0"], 2, "every app needs its own priority"),
+    (["config", "show", "multiapp=tiny", "multiapp.apps.0.period_ms=0"], 2, "period_ms must be a number in (0, 10,000]"),
+    (["config", "show", "multiapp=tiny", "multiapp.apps.0.benchmark=yolov9"], 2,
+     "unknown multiapp.apps[0].benchmark 'yolov9'; valid choices: alexnet"),
+    (["config", "show", "multiapp=s9", "multiapp.check.hyperperiods=10000"], 2,
+     "10000 hyperperiods of 6,600 ms are 66,000 s to simulate per mapping; at most 3,600 s"),
+    (["config", "show", "multiapp=tiny", "multiapp.platform=xavier-agx"], 2, "target multiapp runs on a virtual board"),
     # --- other commands ---------------------------------------------------------------------------------------
     (["calibrate", "--platform", "nope"], 2, "unknown platform 'nope'; valid choices:"),
     (["workflow", "maximize", "{in}/norun-b1-64"], 2, "config/platform.yaml is missing"),
@@ -178,11 +230,117 @@ def test_bad_input_is_one_line_error_and_writes_nothing(inputs, tmp_path, capsys
     assert _files(tmp_path) == before, "a refused input wrote files"
 
 
+# A config group file a user adds or edits (in a copy of config/, through DSE_CONFIG_DIR): what it holds, the
+# command, the error. Checked before Hydra composes anything, so none of these is Hydra's traceback.
+_PLATFORM = "config/platform/xavier-agx-sim.yaml"
+CONFIG_FILES = [
+    ("benchmark/alist.yaml", "- a\n- b\n", ["config", "show"], "holds a list; a config file is a mapping of keys"),
+    ("benchmark/empty.yaml", "", ["config", "show"], "empty.yaml' holds nothing; a config file is a mapping"),
+    ("benchmark/tab.yaml", "name: tab\n\tmodel: x\n", ["config", "show"],
+     "tab.yaml' is not valid YAML: found a tab character that violates indentation (line 2, column 1)"),
+    ("benchmark/pytag.yaml", "name: pytag\nx: !!python/object/apply:os.system ['true']\n", ["config", "show"],
+     "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    ("benchmark/bomb.yaml", "BOMB", ["config", "show"], "bomb.yaml': its aliases expand to more than 1,000,000"),
+    ("benchmark/deep.yaml", "name: deep\nx: " + "[" * 5000 + "]" * 5000 + "\n", ["config", "show"],
+     "deep.yaml' is not valid YAML: exceeded maximum nesting depth"),
+    ("benchmark/noname.yaml", "TINY-NONAME", ["config", "show", "benchmark=noname"],
+     "noname.yaml names itself None: a benchmark file's name is its file's stem"),
+    ("platform/copied.yaml", "XAVIER", ["config", "show", "platform=copied"],
+     "copied.yaml names itself 'xavier-agx-sim': a platform file's name is its file's stem"),
+    ("platform/strpes.yaml", "XAVIER:pes=GPU", ["measure", "benchmark=tiny-chain", "platform=strpes"],
+     "platform strpes: pes must be a mapping, got 'GPU'"),
+    ("platform/stropts.yaml", "XAVIER:options=A", ["measure", "benchmark=tiny-chain", "platform=stropts"],
+     "platform stropts: options must be a mapping of option names or 'auto', got 'A'"),
+    ("platform/listprec.yaml", "XAVIER:precisions=int8", ["measure", "benchmark=tiny-chain", "platform=listprec"],
+     "platform listprec: precisions must be a list, got 'int8'"),
+    ("platform/badcpu.yaml", "XAVIER:cpu=8", ["measure", "benchmark=tiny-chain", "platform=badcpu"],
+     "platform badcpu: cpu must be a mapping, got 8"),
+]
+
+
+def _config_file(text: str, name: str) -> str:
+    """The content of a CONFIG_FILES entry: literal YAML, or a shipped file changed as its tag says."""
+    repo = Path(__file__).resolve().parents[2]
+    if text == "BOMB":
+        lines = ["name: bomb", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+        return "\n".join(lines + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]) + "\n"
+    if text == "TINY-NONAME":
+        doc = yaml.safe_load((repo / "config/benchmark/tiny-chain.yaml").read_text())
+        return yaml.safe_dump({k: v for k, v in doc.items() if k != "name"})
+    if text.startswith("XAVIER"):
+        doc = yaml.safe_load((repo / _PLATFORM).read_text())
+        if ":" in text:
+            key, value = text.split(":", 1)[1].split("=")
+            doc.update({"name": Path(name).stem, key: int(value) if value.isdigit() else value})
+        return yaml.safe_dump(doc)
+    return text
+
+
+@pytest.mark.parametrize("name, text, argv, message", CONFIG_FILES, ids=[c[0] for c in CONFIG_FILES])
+def test_a_bad_config_file_is_one_line(tmp_path, monkeypatch, capsys, name, text, argv, message):
+    import shutil
+
+    config = tmp_path / "config"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "config", config)
+    (config / name).write_text(_config_file(text, name))
+    monkeypatch.setenv("DSE_CONFIG_DIR", str(config))
+    monkeypatch.chdir(tmp_path)
+    before = _files(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert _files(tmp_path) == before
+
+
+def test_a_tiny_sample_is_timed_in_steady_state(capsys):
+    """One frame (or five) without warm-up once reported several times the pipeline's steady FPS: the window
+    is at least twice what the pipeline holds (``backends.base.window_frames``), so it reports the steady FPS."""
+    argv = ["measure", *TINY, "--option", "A", A_CUT, "--streams", "2,3", "--buffers", "8", "--json"]
+    fps = {}
+    for n in (1, 5, 300):
+        assert main([*argv, f"benchmark.sample_size={n}", "benchmark.warmup=0"]) == 0
+        fps[n] = json.loads(capsys.readouterr().out)["fps"]
+    assert fps[1] == pytest.approx(fps[300], rel=0.03) and fps[5] == pytest.approx(fps[300], rel=0.03), fps
+
+
 def test_the_suite_is_big_enough():
-    """The reliability issue asked for at least 60 bad inputs across the CLI and the workflow."""
+    """The reliability issues asked for at least 60 bad inputs across the CLI and the workflow, then 60 more."""
+    from tests.unit.graph.test_model_validity import BAD as BAD_MODELS
     from tests.workflow.test_pipeline import BAD_OVERRIDES
 
-    assert len(CASES) + len(BAD_OVERRIDES) >= 60
+    assert len(CASES) + len(CONFIG_FILES) + len(BAD_OVERRIDES) + len(BAD_MODELS) >= 156
+
+
+@pytest.mark.slow
+def test_bombs_are_refused_within_a_memory_and_time_limit(inputs, tmp_path):
+    """Run as a user would, under `ulimit -v 6000000` (6 GB of address space) and a 60 s limit: each bomb is one
+    error line before it allocates or loops (a 10^9-node YAML, /dev/zero as the model, a 2 GB filter bank, a
+    10^11 population, a 2^40 input dimension)."""
+    import subprocess
+    import sys
+
+    import onnx
+
+    from tests.unit.graph.test_model_validity import conv_model
+
+    onnx.save(conv_model(shape=(1, 3, 2**40, 8)), str(inputs / "huge.onnx"))
+    import shutil
+
+    config, work = tmp_path / "bombed" / "config", tmp_path / "work"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "config", config)
+    work.mkdir()
+    (config / "benchmark" / "bomb.yaml").write_text("name: bomb\n" + (inputs / "bomb.yaml").read_text())
+    commands = [(["config", "show"], {"DSE_CONFIG_DIR": str(config)}, "its aliases expand to more than"),
+                (["inspect", f"{inputs}/zero.onnx"], {}, "is not a regular file"),
+                (["measure", f"benchmark.model={inputs}/filters2e9.cfg", "benchmark.name=mine"], {}, "filters="),
+                (["config", "show", "dataflow=tiny", "dataflow.ga.population=99999999999"], {}, "2..100,000"),
+                (["inspect", f"{inputs}/huge.onnx"], {}, "each dimension must be 1..65,536")]
+    for argv, env, message in commands:
+        cmd = "ulimit -v 6000000 && exec " + " ".join([sys.executable, "-m", "dse", *argv])
+        proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60, cwd=work,
+                              env={**os.environ, **env})
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], (argv, proc.stderr[-2000:])
 
 
 def test_argparse_errors_are_usage_plus_one_line(capsys):

@@ -139,6 +139,20 @@ def test_a_dry_run_changes_nothing(finished, tmp_path):
     assert not (fresh / "results").exists()
 
 
+def test_reruns_follow_the_parts_without_snakemake_metadata(finished, tmp_path):
+    """A copied results folder (or one after `rm -rf .snakemake`) has no metadata for the params trigger: a
+    changed setting still reruns what reads it, and the same settings still rerun nothing."""
+    wd, _ = finished
+    copy = _workdir(tmp_path)
+    shutil.copytree(wd / "results", copy / "results", symlinks=True)
+    assert not (copy / ".snakemake").exists()
+    jobs = _jobs(snakemake(copy, "-n", "--config", f"overrides={FAST[:-1]},search.degradation=0.05]"))
+    assert {"configure", "maximize", "finetune", "report"} <= set(jobs) and "analyze" not in jobs
+    assert jobs.count("configure") == 1, jobs          # only the search part changed
+    proc = snakemake(copy, "-n", "--config", f"overrides={FAST}")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
 def test_the_workflow_is_lint_clean(tmp_path):
     """`snakemake --lint` finds nothing (it exits non-zero on any finding): every rule has a log and a software
     environment, helper functions live in workflow/rules/common.smk, no absolute or '+'-composed paths."""

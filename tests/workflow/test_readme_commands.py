@@ -146,7 +146,7 @@ def test_quick_start_command(index, tmp_path):
 
 # ---- the targets table -------------------------------------------------------------------------------------
 
-TARGETS = ("all", "compare", "multi", "dataflow", "layermap", "pareto", "taskset", "study")
+TARGETS = ("all", "compare", "multi", "dataflow", "layermap", "multiapp", "pareto", "taskset", "study")
 
 
 def test_targets_table_lists_every_target_once():

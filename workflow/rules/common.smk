@@ -4,14 +4,14 @@
 import os
 import re
 import sys
-from importlib import import_module
 from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 
 from dse.core.errors import DseError
 from dse.farm.lease import BOARDS_ENV, parse_farm
-from dse.workflow.plan import PARTS, plan_runs, run_targets, runtime_min
+from dse.workflow.plan import (FAMILY_PLANNERS, PARTS, named_families, plan_family, plan_runs, run_targets,
+                               runtime_min)
 
 # Jobs run dse with this process's interpreter (the environment snakemake was installed in); with
 # `--sdm conda` they run in the environment of workflow/envs/dse.yaml instead.
@@ -56,23 +56,23 @@ def run_plan(run):
     raise WorkflowError(f"{run} is not a planned run directory; planned: {', '.join(RUNS)}")
 
 
-def lazy_plans(label, planner):
-    """(all plans, the plan of one directory) of a target family, planned on first use by ``planner``
-    ("module:function", called with the Snakemake config); a bad value is a WorkflowError naming it."""
+def lazy_plans(family):
+    """(all plans, the plan of one directory) of a target family (``FAMILY_PLANNERS``), planned on first use; a bad
+    value is a WorkflowError naming it."""
     plans = {}
 
     def all_plans():
         if "" not in plans:
-            module_name, function = planner.split(":")
             try:
-                plans[""] = getattr(import_module(module_name), function)(config)
+                plans[""] = plan_family(family, config)
             except DseError as exc:
-                raise WorkflowError(f"bad {label} configuration: {exc}") from None
+                raise WorkflowError(str(exc)) from None
         return plans[""]
 
     def plan_of(directory):
         if directory not in all_plans():
-            raise WorkflowError(f"{directory} is not a planned {label}; planned: {', '.join(all_plans())}")
+            raise WorkflowError(f"{directory} is not a planned {FAMILY_PLANNERS[family][0]}; planned: "
+                                f"{', '.join(all_plans())}")
         return all_plans()[directory]
 
     all_plans.planned = lambda: "" in plans
@@ -89,20 +89,31 @@ def family_files(all_plans):
     return lambda wildcards: [f for directory, plan in all_plans().items() for f in plan.files(directory)]
 
 
-multi_plans, multi_plan = lazy_plans("multi case", "dse.systems.multi.jobs:plan_multi")
-dataflow_plans, dataflow_plan = lazy_plans("dataflow case", "dse.systems.dataflow.jobs:plan_dataflow")
-taskset_plans, taskset_plan = lazy_plans("taskset campaign", "dse.systems.taskset.jobs:plan_taskset")
-pareto_plans, pareto_plan = lazy_plans("pareto run", "dse.systems.pareto.jobs:plan_pareto")
-study_plans, study_plan = lazy_plans("study", "dse.workflow.study:plan_study")
+multi_plans, multi_plan = lazy_plans("multi")
+dataflow_plans, dataflow_plan = lazy_plans("dataflow")
+taskset_plans, taskset_plan = lazy_plans("taskset")
+pareto_plans, pareto_plan = lazy_plans("pareto")
+study_plans, study_plan = lazy_plans("study")
+multiapp_plans, multiapp_plan = lazy_plans("multiapp")
 STUDY_POINTS = {}
+# A family asked for (its target named on the command line, or its config group in an override) is planned now, so
+# a bad value is one `bad ... configuration` line before any job instead of an input function's traceback; the
+# others wait for their target. Snakemake gives the Snakefile no targets, hence the look at the command line.
+ASKED = set(sys.argv[1:])
+for _family in sorted(ASKED & set(FAMILY_PLANNERS) | set(named_families(config.get("overrides")))):
+    {"multi": multi_plans, "dataflow": dataflow_plans, "taskset": taskset_plans, "pareto": pareto_plans,
+     "study": study_plans, "multiapp": multiapp_plans}[_family]()
+for _family in ("pipeline", "layermap"):
+    if _family in ASKED or (_family == "pipeline" and "all" in ASKED):
+        targets(_family)(None)
 # where each family's planned directories are (the wildcard constraints of its rules): how `plan_of` tells them apart
 FAMILY_DIRS = {"multi": r"(.+/)?multi/[^/]+/[^/]+", "dataflow": r"(.+/)?dataflow/[^/]+/[^/]+",
                "taskset": r"(.+/)?taskset/[^/]+/[^/]+", "pareto": r"(.+/)?pareto/[^/]+/[^/]+",
-               "study": r"(.+/)?studies/[^/]+"}
+               "study": r"(.+/)?studies/[^/]+", "multiapp": r"(.+/)?multiapp/[^/]+/[^/]+"}
 # every config part name a family's plan writes (a run's, then the other families')
-CONFIG_PARTS = (*PARTS, "multi", "step1", "dataflow", "pareto", "taskset", "study")
+CONFIG_PARTS = (*PARTS, "multi", "step1", "dataflow", "pareto", "taskset", "study", "multiapp", "multiapp-apps")
 FAMILY_PLAN = {"multi": multi_plan, "dataflow": dataflow_plan, "taskset": taskset_plan, "pareto": pareto_plan,
-               "study": study_plan}
+               "study": study_plan, "multiapp": multiapp_plan}
 
 
 def plan_of(directory):
@@ -133,3 +144,23 @@ def multi_global_input(wildcards):
     """The static mapping a multi method starts from (GB and PR-GB: GB's; SOTA: its own), or nothing."""
     kind = {"GB": "GB", "PR-GB": "GB", "SOTA": "SOTA"}.get(wildcards.mmethod)
     return [f"{wildcards.mdir}/global/{kind}.json"] if kind else []
+
+
+# The params trigger needs Snakemake's metadata, which `rm -rf .snakemake` deletes and a copied results folder lacks,
+# and a missing intermediate file is not remade while what reads it is present; so a part's file whose text differs
+# from the plan forces its rule (and so everything that reads it), whatever the metadata says.
+
+
+def forced_if_changed(path, text):
+    """No input: forces the rule writing ``path`` when the file exists with text other than ``text``."""
+    try:
+        same = not os.path.exists(path) or Path(path).read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        same = False
+    if not same:
+        dag = workflow.dag
+        if dag is None or not hasattr(dag, "forcefiles"):
+            raise WorkflowError(f"{path} differs from this configuration's plan; rerun with --forcerun configure "
+                                "resolved_config")
+        dag.forcefiles.add(path)  # read by the needrun pass, which runs after every input function
+    return []

@@ -7,6 +7,9 @@
 rule configure:
     """One part of a planned directory's config (a run's model, platform, measure, search, ...; a multi case's
     multi, step1, platform; ...): what that directory's jobs read."""
+    input:
+        lambda wc: forced_if_changed(f"{wc.planned}/config/{wc.config_part}.yaml",
+                                     plan_of(wc.planned).parts[wc.config_part]),
     output:
         "{planned}/config/{config_part}.yaml",
     params:
@@ -25,6 +28,8 @@ rule configure:
 rule resolved_config:
     """The whole composed config of a planned directory, for the record (versions and seed are in every Parquet
     row)."""
+    input:
+        lambda wc: forced_if_changed(f"{wc.planned}/config.yaml", plan_of(wc.planned).resolved),
     output:
         "{planned}/config.yaml",
     params:

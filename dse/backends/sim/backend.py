@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings
+from dse.backends.base import GPU_LAYER_PROFILE, INTERLEAVED, TRACE, MeasureSettings, warmup_frames, window_frames
 from dse.platform.checks import check_cuts, check_layout, check_stages, dla_limit_reason
 from dse.backends.layermap import LayerMapSupport, is_layer_mapping
 from dse.backends.sim.cost import CostModel, StageCost
@@ -201,10 +201,9 @@ class SimBackend:
         ``buffer_scope``; JEDI itself with one slot per interface would overlap the next pre-processing with the
         last post-processing, which the thesis' sequential baseline (6.3 + 8.1 + 2.2 ms = 59.5 FPS) does not."""
         p = self.platform
-        buffers_total = max(1, math.ceil(self.settings.sample_size / config.batch))
+        buffers_total = max(1, math.ceil(window_frames(self.settings.sample_size, config) / config.batch))
         n = frames or min(buffers_total, p.max_sim_frames)
-        warm = self.settings.warmup if self.settings.warmup is not None else p.warmup_frames
-        warm = max(warm, 2 * config.buffers, 2 * sum(config.streams))
+        warm = warmup_frames(self.settings.warmup if self.settings.warmup is not None else p.warmup_frames, config)
         rng_seed = int(noise_rng(self.settings.seed, config.hash, repeat).integers(0, 2**31 - 1))
         scope = p.buffer_scope if config.buffers > 1 else "pipeline"
         cooldown = 0

@@ -17,6 +17,8 @@ from dse.platform import Platform
 if TYPE_CHECKING:
     from dse.backends.sim.periodic import PeriodicResult
 
+MAX_DEPLOY_S = 3600.0   # simulated seconds of one deployment run: the shipped cases run 2-660
+
 
 class DeploymentBackend:
     """Runs periodic multi-app deployments (``deployment_config``) in ``simulate_periodic`` on one platform.
@@ -75,7 +77,7 @@ class DeploymentBackend:
         core = dict(config.extra).get("controller_core")     # the simulation's own release controller, if any
         res = simulate_periodic(apps, placement, platform=self.platform, freqs_mhz=clocks, duration_us=duration_us,
                                 seed=seed + repeat, controller_core=None if core is None else int(core),
-                                random_phase=repeat > 0)
+                                random_phase=repeat > 0, accelerators=dict(config.extra).get("accelerators", "fifo"))
         frames = config.benchmark.split("+")
         worst = max(v for a, v in res.max_response_us.items() if a in frames)
         m = Measurement(config=config, fps=fps, latency_ms_p50=worst / 1e3, util=dict(res.busy),
@@ -101,15 +103,16 @@ class DeploymentBackend:
 
 
 def deployment_config(platform: Platform, scenario: str, apps, placement: dict, clocks: dict, fps: float,
-                      duration_us: float, seed: int, feasible: bool, controller_core: int | None = None
-                      ) -> Configuration:
+                      duration_us: float, seed: int, feasible: bool, controller_core: int | None = None,
+                      accelerators: str = "fifo") -> Configuration:
     """A periodic deployment as a configuration, named by ``scenario`` (the ``+``-joined names of the apps whose
     frames count; the release controller is an app too, not one of them): the apps (period, priority, stages with
     their base times) and the PE of every stage, the clocks, the rate, the duration and the seed of its first run
     (repeat r runs with ``seed + r``, a random phase from repeat 1 on), and whether the analysis found it feasible.
     ``controller_core``: the simulation releases the apps from a controller on that core (dataflow's groups; multi
-    models its controller as an app). The JSON of each part keeps floats exact, so the run rebuilt from it is the
-    one described."""
+    models its controller as an app). ``accelerators``: the GPU/DLA/NPU policy of ``simulate_periodic`` ("priority":
+    seed 002's fixed priorities on every PE). The JSON of each part keeps floats exact, so the run rebuilt from it
+    is the one described."""
     spec = [{"name": a.name, "period_us": float(a.period_us), "priority": int(a.priority),
              "offset_us": float(a.offset_us),
              "edges": None if a.edges is None else [list(map(int, e)) for e in a.edges],
@@ -118,7 +121,8 @@ def deployment_config(platform: Platform, scenario: str, apps, placement: dict, 
              "clocks_mhz": json.dumps({k: float(v) for k, v in clocks.items()}, sort_keys=True),
              "fps": repr(float(fps)), "duration_us": repr(float(duration_us)), "seed": str(int(seed)),
              "feasible": "true" if feasible else "false",
-             **({"controller_core": str(int(controller_core))} if controller_core is not None else {})}
+             **({"controller_core": str(int(controller_core))} if controller_core is not None else {}),
+             **({"accelerators": accelerators} if accelerators != "fifo" else {})}
     return Configuration(benchmark=scenario, platform=platform.name, option="periodic", extra=tuple(extra.items()))
 
 

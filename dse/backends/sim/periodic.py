@@ -1,4 +1,5 @@
-"""Periodic multi-application DES: the deployment run of thesis Ch. 4 (Sec. 4.5.4) on the virtual Xavier.
+"""Periodic multi-application DES: the deployment run of thesis Ch. 4 (Sec. 4.5.4) on the virtual Xavier, and
+the multi-app schedules of seed 002 (Sec. VI) on the per-layer-mapping boards (galaxy-s9-sim, hikey970-sim).
 
 Each app is released every period (from its offset, or a seeded random phase) by a controller on a reserved
 CPU core; a job runs its chain of tasks in order, each on the PE its stage is placed on. A Ch. 5 group is an app
@@ -12,8 +13,15 @@ flight per app, no drop). Scheduling, on the servers of ``dse.des``:
 - the GPU: ONE non-preemptive FIFO server over kernels. A stage submits its next kernel when the previous one
   ends, so the next kernel to run is the head kernel of the earliest-queued waiting stage: kernels of the apps
   interleave, as the analysis' eq. 4.2 assumes.
+- an NPU (hikey970-sim): FIFO like a DLA core.
+- ``accelerators="priority"`` (seed 002, Eq. (11)): every non-CPU PE is non-preemptive fixed priority instead.
+  A running task is never interrupted; when the PE frees, the waiting task of the highest-priority app goes
+  first (ties FIFO). Tasks that arrive at one instant are all seen before the PE picks one.
 
-Shared-DRAM contention: while k other accelerators (of GPU, DLA0, DLA1) are busy, a GPU/DLA task progresses at
+On a per-layer-mapping board the CPU PEs are its mapping cores (the big cluster: CPU4..CPU7 on both phones)
+and there is no controller core (pass ``controller_core=None``).
+
+Shared-DRAM contention: while k other accelerators (of GPU, DLAs, NPU) are busy, such a task progresses at
 rate 1 / (1 + contention * k); rates change (and completion times move) whenever an accelerator starts or stops.
 Task times are drawn per job from the task-time model (``tasktime.TailModel``) around the base times at fmax,
 scaled to the clocks with the memory-bound fraction. A DLA task holds only its DLA core: its GPU-side reformats
@@ -33,12 +41,13 @@ import numpy as np
 
 from dse.backends.sim.power import rail_power_w
 from dse.backends.sim.tasktime import KINDS, TailModel, dvfs_scale
-from dse.core.errors import DseError
+from dse.core.errors import DseError, choices_error
 from dse.des import EventQueue, FifoServer, PriorityServer, Span
 from dse.platform import Platform, load_platform
 from dse.rt.model import Placement, check_edges, kind_of, preds_of
 
-ACCELERATOR_KINDS = ("gpu", "dla")
+ACCELERATOR_KINDS = ("gpu", "dla", "npu")
+ACCELERATOR_POLICIES = ("fifo", "priority")
 
 
 def accelerator_contention(platform: Platform) -> float:
@@ -57,7 +66,7 @@ def accelerator_contention(platform: Platform) -> float:
 class PeriodicStage:
     """A stage of an app's chain: its tasks' noise-free base times at the maximum clocks, in us."""
 
-    kind: str                      # "cpu" | "gpu" | "dla"
+    kind: str                      # "cpu" | "gpu" | "dla" | "npu"
     base_us: tuple[float, ...]
     label: str = ""
 
@@ -166,13 +175,17 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                       freqs_mhz: Mapping[str, float | None] | None = None, duration_us: float, seed: int = 0,
                       controller_core: int | None = 7, contention: float | None = None,
                       tail: TailModel | None = None, random_phase: bool = False, controller_load: float = 0.05,
-                      trace: bool = False) -> PeriodicResult:
+                      trace: bool = False, accelerators: str = "fifo") -> PeriodicResult:
     """Run ``apps`` under ``placement`` ((app, stage index) -> PE) for ``duration_us``.
 
     ``freqs_mhz``: kind (gpu, dla, cpu) -> MHz, None = fmax. ``contention``: None = the platform's
     ``contention.accelerators``. ``tail``: None = the platform's task-time model. ``controller_core``: the CPU
     core the release controller owns (no app task may use it; it counts ``controller_load`` busy cores in the
-    power); None = no controller. ``random_phase``: each app's first release at a seeded Uniform(0, period)."""
+    power); None = no controller. ``random_phase``: each app's first release at a seeded Uniform(0, period).
+    ``accelerators``: "fifo" (Ch. 4) or "priority" (seed 002: non-preemptive fixed priority on every non-CPU PE)."""
+    if accelerators not in ACCELERATOR_POLICIES:
+        raise choices_error("accelerators policy", accelerators, ACCELERATOR_POLICIES)
+    by_priority = accelerators == "priority"
     p = load_platform(platform)
     tail = TailModel.of(p) if tail is None else tail
     c = accelerator_contention(p) if contention is None else float(contention)
@@ -200,10 +213,12 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
     arrival = itertools.count()                # FIFO order of submissions among equal CPU priorities
 
     segments: list[Span] = []
-    accelerators = ["GPU", *[d.name for d in p.dla_pes()]]
-    is_cpu = {pe: kind_of(pe) == "cpu" for pe in dict.fromkeys([*accelerators, *[x for xs in pes_of for x in xs]])}
-    servers = {pe: PriorityServer(preemptive=True) if cpu else FifoServer() for pe, cpu in is_cpu.items()}
-    shared_dram = [servers[a] for a in accelerators]     # their busy count sets the contention rate
+    accels = _accelerator_pes(p)
+    is_cpu = {pe: kind_of(pe) == "cpu" for pe in dict.fromkeys([*accels, *[x for xs in pes_of for x in xs]])}
+    servers = {pe: PriorityServer(preemptive=True) if cpu else PriorityServer() if by_priority else FifoServer()
+               for pe, cpu in is_cpu.items()}
+    shared_dram = [servers[a] for a in accels]     # their busy count sets the contention rate
+    idle_pes: dict[str, None] = {}                 # priority accelerators to fill once the instant's events are in
     busy = {pe: 0.0 for pe in is_cpu}
     backlog = [deque() for _ in apps]
     active: list[_Job | None] = [None] * len(apps)
@@ -248,7 +263,10 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
         r = _Run(job, task, pe, float(job.times[task]))
         server = servers[pe]
         if not is_cpu[pe]:
-            if server.submit(r):
+            if by_priority:                    # picked at the end of the instant: a same-time higher one wins
+                server.wait(r, (apps[job.app].priority, next(arrival)))
+                idle_pes[pe] = None
+            elif server.submit(r):
                 start(r)
             return
         cur = server.current
@@ -289,9 +307,13 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
             if version != r.version or servers[r.pe].current is not r:
                 continue                       # moved by a preemption or a rate change
             end_segment(r)
-            nxt = servers[r.pe].finish()
-            if nxt is not None:
-                start(nxt)
+            if by_priority and not is_cpu[r.pe]:
+                servers[r.pe].release()
+                idle_pes[r.pe] = None
+            else:
+                nxt = servers[r.pe].finish()
+                if nxt is not None:
+                    start(nxt)
             job, g = r.job, graphs[r.job.app]
             stage = g.stage_of[r.task]
             if r.task + 1 < g.end[stage]:
@@ -309,6 +331,12 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                 active[job.app] = None
                 if backlog[job.app]:
                     begin(backlog[job.app].popleft())
+        if idle_pes and not (events and events.heap[0][0] == now):
+            for pe in idle_pes:
+                nxt = servers[pe].start_next()
+                if nxt is not None:
+                    start(nxt)
+            idle_pes.clear()
         rebalance()
     now = float(duration_us)
     for server in servers.values():
@@ -331,9 +359,36 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                           rail_j=rail_j, board_energy_j=float(sum(rail_j.values())), trace=segments)
 
 
+def periodic_apps(apps, pe_names: Sequence[str]) -> tuple[list[PeriodicApp], dict[tuple[str, int], str]]:
+    """Seed-002 DAG apps as one-task stages, with their placement, so a schedule-based analysis can be checked
+    here. ``apps``: objects with ``name, period_us, priority, pe, time_us, preds`` per task (as
+    ``dse.rt.schedule_based.MappedApp``); ``pe_names[id]`` names PE id (``PeSet.names``)."""
+    out, placement = [], {}
+    for a in apps:
+        try:
+            names = [pe_names[i] for i in a.pe]
+        except IndexError:
+            raise DseError(f"app {a.name}: PE ids {list(a.pe)} must index the {len(pe_names)} PEs "
+                           f"{list(pe_names)}") from None
+        stages = tuple(PeriodicStage(kind_of(n), (float(t),), f"t{i}")
+                       for i, (n, t) in enumerate(zip(names, a.time_us)))
+        edges = tuple((q, i) for i, ps in enumerate(a.preds) for q in sorted(ps))
+        out.append(PeriodicApp(a.name, float(a.period_us), int(a.priority), stages, edges=edges))
+        placement.update({(a.name, i): n for i, n in enumerate(names)})
+    return out, placement
+
+
+def _accelerator_pes(p: Platform) -> list[str]:
+    """The board's non-CPU PEs: the GPU, the DLA cores by core id, then the NPU(s) (Xavier's order unchanged)."""
+    of = lambda t: sorted(n for n, pe in p.pes.items() if pe.type == t)  # noqa: E731
+    return [*of("gpu"), *[d.name for d in p.dla_pes()], *of("npu")]
+
+
 def _placed(p: Platform, app: PeriodicApp, placement: Placement, controller_core: int | None) -> list[str]:
-    """The PE of every task of ``app`` (its stage's PE), checked against the board and the stage kinds."""
-    valid = {"GPU", *[d.name for d in p.dla_pes()], *[f"CPU{k}" for k in range(p.cpu_cores)]}
+    """The PE of every task of ``app`` (its stage's PE), checked against the board and the stage kinds. A
+    per-layer-mapping board's CPU PEs are its mapping cores only (the little cores run no layer)."""
+    cores = p.mapping_core_ids() if p.purpose == "layer-mapping" else range(p.cpu_cores)
+    valid = {*_accelerator_pes(p), *[f"CPU{k}" for k in cores]}
     out = []
     for j, stage in enumerate(app.stages):
         pe = placement.get((app.name, j))

@@ -24,7 +24,7 @@ from dse.core.errors import DseError, choices_error
 from dse.core.validate import check_keys
 from dse.platform import Platform
 from dse.platform.modes import ClockSetting
-from dse.rt.model import KINDS
+from dse.rt.model import PE_KINDS as KINDS     # the sim's clock kinds: the analysis' and seed 002's NPU
 TASK_KEYS = ("sigma", "tail_p", "tail_us", "cap_sigmas")
 
 

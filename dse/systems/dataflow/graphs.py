@@ -299,15 +299,9 @@ def _graph_yaml(spec) -> tuple[Path, dict]:
         if str(spec) not in shipped:
             raise choices_error("dataflow graph", str(spec), shipped)
         path = _graphs_dir() / f"{spec}.yaml"
-    if not path.is_file():
-        raise DseError(f"dataflow graph {str(path)!r}: no such file")
-    import yaml
+    from dse.core.validate import load_yaml
 
-    with open(path) as fh:
-        try:
-            return path, yaml.safe_load(fh)
-        except yaml.YAMLError as e:
-            raise DseError(f"dataflow graph {str(path)!r} is not valid YAML: {e}") from None
+    return path, load_yaml(path, "dataflow graph")
 
 
 def motivational_graph(name: str = "ImageProcessing") -> DataflowGraph:

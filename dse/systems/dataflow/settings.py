@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from dse.core.errors import DseError, choices_error
-from dse.core.validate import check_keys, dir_name
+from dse.core.validate import bounded_seconds, check_keys, check_sizes, dir_name
+from dse.backends.sim.deployment import MAX_DEPLOY_S
 from dse.systems.multi.settings import WCET_RULES, _num, check_pareto_choices
 
 METHODS = ("heuristic-ga", "entire-ga", "baseline")
@@ -148,17 +149,15 @@ class DataflowSettings:
         if ctrl is not None and not cores <= _num(ctrl, "dataflow.controller_core", integer=True) < board_cores:
             raise DseError(f"dataflow.controller_core must be a core outside the {cores} app cores (in "
                            f"{cores}..{board_cores - 1}), got {ctrl}")
-        for key, lo in (("population", 2), ("generations", 0), ("stall", 0)):
-            if key in subs["ga"] and _num(subs["ga"][key], f"dataflow.ga.{key}", integer=True) < lo:
-                raise DseError(f"dataflow.ga.{key} must be >= {lo}, got {subs['ga'][key]!r}")
+        check_sizes(subs["ga"], "dataflow.ga", {"population": 2, "generations": 0, "stall": 0})
         if "loose_fps" in subs["ga"] and _num(subs["ga"]["loose_fps"], "dataflow.ga.loose_fps") <= 0:
             raise DseError(f"dataflow.ga.loose_fps must be > 0, got {subs['ga']['loose_fps']!r}")
         rule = subs["pareto"].get("wcet_rule", "6sigma")
         if rule not in WCET_RULES:
             raise choices_error("dataflow.pareto.wcet_rule", rule, WCET_RULES)
         check_pareto_choices(subs["pareto"], "dataflow")
-        if "seconds" in subs["deploy"] and _num(subs["deploy"]["seconds"], "dataflow.deploy.seconds") <= 0:
-            raise DseError(f"dataflow.deploy.seconds must be > 0, got {subs['deploy']['seconds']!r}")
+        if "seconds" in subs["deploy"]:
+            bounded_seconds(subs["deploy"]["seconds"], "dataflow.deploy.seconds", MAX_DEPLOY_S)
         return cls(name=dir_name(d["name"], "dataflow.name"), precision=precision, input_size=size, networks=nets,
                    groups=tuple(specs[g] for g in prio), random_graphs=rnd, fps=fps, methods=methods, seeds=seeds,
                    cpu_cores=cores, controller_core=None if ctrl is None else int(ctrl),

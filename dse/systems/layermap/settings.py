@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from dse.core.errors import DseError, choices_error
-from dse.core.validate import check_keys
+from dse.core.validate import bounded_seconds, check_keys, check_sizes
+from dse.ilp import MAX_TIME_LIMIT_S
 
 
 METHODS = ("ga", "ilp")
@@ -92,17 +93,15 @@ class LayermapSettings:
         if ga.get("preset", "kang2020") not in PRESETS:
             raise choices_error("layermap.ga.preset", ga["preset"], PRESETS)
         for group, sub in (("ga", ga), ("pareto", par)):
-            for key, lo in (("budget", 1), ("population", 2), ("generations", 1)):
-                if sub.get(key) is not None and (not isinstance(sub[key], int) or sub[key] < lo):
-                    raise DseError(f"layermap.{group}.{key} must be an integer >= {lo}, got {sub[key]!r}")
+            check_sizes(sub, f"layermap.{group}", {"population": 2, "generations": 1})
+            check_sizes(sub, f"layermap.{group}", {"budget": 1}, hi=10**8)
         if ilp.get("formulation", "kang2020") not in FORMULATIONS:
             raise choices_error("layermap.ilp.formulation", ilp["formulation"], FORMULATIONS)
         if ilp.get("clusters", "exact") not in CLUSTER_MODES:
             raise choices_error("layermap.ilp.clusters", ilp["clusters"], ["exact", "at_most", "null"])
         if ilp.get("solver", "highs") not in SOLVERS:
             raise choices_error("layermap.ilp.solver", ilp["solver"], SOLVERS)
-        if not isinstance(ilp.get("time_limit_s", 60), (int, float)) or ilp.get("time_limit_s", 60) <= 0:
-            raise DseError(f"layermap.ilp.time_limit_s must be a number > 0, got {ilp['time_limit_s']!r}")
+        bounded_seconds(ilp.get("time_limit_s", 60), "layermap.ilp.time_limit_s", MAX_TIME_LIMIT_S)
         source = prof.get("source", "auto")
         if source not in PROFILE_SOURCES:
             raise choices_error("layermap.profile.source", source, PROFILE_SOURCES)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dse.core.validate import check_keys, dir_name
+from dse.backends.sim.deployment import MAX_DEPLOY_S
+from dse.core.validate import bounded_seconds, check_keys, check_sizes, dir_name
 from dse.core.errors import DseError, choices_error
 
 METHODS = ("BS", "GB", "PR-GB", "LC", "SOTA", "PR")
@@ -127,18 +128,12 @@ class MultiSettings:
                            f"got {cores}")
         if ctrl is not None and not 0 <= int(ctrl) < (platform.cpu_cores if platform is not None else cores):
             raise DseError(f"multi.controller_core {ctrl} is not a core of the board")
-        for key, lo in (("population", 2), ("generations", 0), ("stall", 0)):
-            if key in subs["ga"]:
-                if _num(subs["ga"][key], f"multi.ga.{key}", integer=True) < lo:
-                    raise DseError(f"multi.ga.{key} must be >= {lo}, got {subs['ga'][key]!r}")
-        for key, lo in (("population", 2), ("generations", 0), ("runs", 2), ("objective_runs", 2),
-                        ("exhaustive_max", 0)):
-            if key in subs["pareto"] and _num(subs["pareto"][key], f"multi.pareto.{key}", integer=True) < lo:
-                raise DseError(f"multi.pareto.{key} must be >= {lo}, got {subs['pareto'][key]!r}")
-        if "seconds" in subs["deploy"] and _num(subs["deploy"]["seconds"], "multi.deploy.seconds") <= 0:
-            raise DseError(f"multi.deploy.seconds must be > 0, got {subs['deploy']['seconds']!r}")
-        if "repeats" in subs["deploy"] and _num(subs["deploy"]["repeats"], "multi.deploy.repeats", integer=True) < 1:
-            raise DseError(f"multi.deploy.repeats must be >= 1, got {subs['deploy']['repeats']!r}")
+        check_sizes(subs["ga"], "multi.ga", {"population": 2, "generations": 0, "stall": 0})
+        check_sizes(subs["pareto"], "multi.pareto", {"population": 2, "generations": 0, "runs": 2,
+                                                     "objective_runs": 2, "exhaustive_max": 0})
+        if "seconds" in subs["deploy"]:
+            bounded_seconds(subs["deploy"]["seconds"], "multi.deploy.seconds", MAX_DEPLOY_S)
+        check_sizes(subs["deploy"], "multi.deploy", {"repeats": 1}, hi=1000)
         if not isinstance(subs["pareto"].get("options", []), list):
             raise DseError(f"multi.pareto.options must be a list of mapping options, got "
                            f"{subs['pareto']['options']!r}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dse.core.validate import check_keys
+from dse.core.validate import check_keys, check_sizes
 from dse.core.errors import DseError, choices_error
 from dse.store.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from dse.config import Plan, read_part
@@ -40,8 +40,7 @@ def check_settings(d: dict) -> dict:
         raise choices_error("pareto.idle_time", d["idle_time"], IDLE_TIMES)
     if int(d["repeats"]) < 1:
         raise DseError(f"pareto.repeats must be >= 1, got {d['repeats']}")
-    if int(d["population"]) < 4:
-        raise DseError(f"pareto.population must be >= 4 (NSGA-II), got {d['population']}")
+    check_sizes(d, "pareto", {"population": 4, "generations": 0})
     ga_settings(d)
     return dict(d)
 

@@ -138,6 +138,11 @@ def load_table(source) -> VariantTable:
         if not path.exists():
             shipped = sorted(p.stem for p in (config_dir() / "taskset").glob("*.yaml"))
             raise TasksetError(f"unknown variant table {source!r}; valid choices: {', '.join(shipped)} (or a path)")
-    if not path.exists():
-        raise TasksetError(f"variant table {path} not found")
-    return VariantTable.from_dict(OmegaConf.to_container(OmegaConf.load(path), resolve=True))
+    from dse.core.errors import DseError
+    from dse.core.validate import yaml_text
+
+    try:
+        text = yaml_text(path, "variant table")
+    except DseError as exc:
+        raise TasksetError(str(exc)) from None
+    return VariantTable.from_dict(OmegaConf.to_container(OmegaConf.create(text), resolve=True))

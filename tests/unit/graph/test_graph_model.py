@@ -154,11 +154,12 @@ def test_wrong_rank_or_conflicting_static_dim():
 def test_data_dependent_shapes_are_reported():
     nonzero = helper.make_node("NonZero", ["x"], ["idx"], name="nz")
     transpose = helper.make_node("Transpose", ["idx"], ["y"], name="tr")
-    graph = helper.make_graph([nonzero, transpose], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+    graph = helper.make_graph([nonzero, transpose], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
                               [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 7
-    with pytest.raises(DseError, match=r"no static shape.*'idx' \[1,\?\] from NonZero 'nz'"):
+    with pytest.raises(DseError, match=r"no static shape.*'idx' \[4,\?\] from NonZero 'nz'"):
         load_model(model)
 
 
@@ -175,14 +176,14 @@ def test_constant_read_only_by_subgraphs_is_folded_away():
     if_node = helper.make_node("If", ["mb"], ["y"], name="if", then_branch=branch("Mul", "t"),
                                else_branch=branch("Add", "e"))
     graph = helper.make_graph([two, cond, relu, greater, cast, reduce, tobool, if_node], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 3])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 7
     sanitized = load_model(model)
     assert "Constant" not in {n.op_type for n in sanitized.graph.node}
     assert "cond" not in {t.name for t in sanitized.graph.initializer}
-    feeds = {"x": np.array([1.0, -2.0, 3.0], np.float32)}
+    feeds = {"x": np.array([1.0, -2.0, 3.0], np.float32).reshape(1, 1, 1, 3)}
     np.testing.assert_allclose(run_ort(sanitized, feeds)["y"], run_ort(model, feeds)["y"])
 
 

@@ -1,0 +1,107 @@
+"""Seed 002 Sec. VI-C on the virtual Galaxy S9: SqueezeNet / MobileNet v1 / MobileNet v2 at 33 / 40 / 50 ms, priority
+SQ > MBv1 > MBv2, CPU (1,1,1,1) + GPU, through the `multiapp` target itself (a temp work directory per run).
+
+Runs the case at the seed's periods and at the periods scaled by SCALES (the virtual board, calibrated to 004
+Fig. 13's whole-network times, cannot hold the three at the seed's periods: see BENCHMARKS.md), and reports per run
+the Pareto set's size and schedulability, each app's fastest response alone and minimal relative response over the
+set (seed: 10.3 / 13.7 / 16.9 ms; 1 / 1 / 1.43; 288 solutions), and the periodic check (misses, bound / simulated
+worst response). Also each app's minimum period alone (the single-app GA, `run_layer_ga`): the seed's
+"minimum response times" are within reach of the board as pipelined periods, not as one-frame latencies.
+
+Run: ``python -m bench.multiapp_s9 [--scales 1 4]``; writes bench/results/multiapp_s9.json.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.machine import write_result
+
+OUT = Path(__file__).resolve().parent / "results" / "multiapp_s9.json"
+REPO = Path(__file__).resolve().parents[1]
+APPS = ("squeezenet", "mobilenet-v1", "mobilenet-v2")
+PERIODS_MS = (33, 40, 50)
+SEED_ALONE_MS = {"squeezenet": 10.3, "mobilenet-v1": 13.7, "mobilenet-v2": 16.9}
+SEED_MIN_RELATIVE = {"squeezenet": 1.0, "mobilenet-v1": 1.0, "mobilenet-v2": 1.43}
+SEED_SOLUTIONS = 288
+TOLERANCE = 0.15
+
+
+def run_case(scale: float, workdir: Path) -> dict:
+    """The target for one period scale; its search.json, Pareto set and check as a summary."""
+    import pandas as pd
+
+    from dse.store.atomic import read_json
+
+    for name in ("Snakefile", "workflow", "config"):
+        os.symlink(REPO / name, workdir / name)
+    periods = ",".join(f"multiapp.apps.{i}.period_ms={p * scale:g}" for i, p in enumerate(PERIODS_MS))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "multiapp", "--config",
+           f"overrides=[multiapp=s9,{periods}]"]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit(f"the multiapp target failed at scale {scale}:\n{proc.stderr[-3000:]}")
+    case = workdir / "results" / "multiapp" / "s9" / "galaxy-s9-sim"
+    summary = read_json(case / "search.json")
+    pareto = pd.read_parquet(case / "multiapp.parquet")
+    check = pd.read_parquet(case / "check.parquet")
+    sched = check[check.schedulable]
+    return {"scale": scale, "periods_ms": [p * scale for p in PERIODS_MS], "solutions": len(pareto),
+            "schedulable": bool(summary["schedulable"]), "evaluations": summary["evaluations"],
+            "seconds": summary["seconds"], "alone_ms": {a: summary["alone_us"][a] / 1e3 for a in APPS},
+            "min_relative": summary["min_relative"],
+            "check": {a: {"checked": int((sched.app == a).sum()), "misses": int(sched[sched.app == a].misses.sum()),
+                          "pessimism_max": float(sched[sched.app == a].pessimism.max()) if len(sched) else None,
+                          "bound_exceeded": int((sched[sched.app == a].sim_worst_us
+                                                 > sched[sched.app == a].bound_us * (1 + 1e-9)).sum())}
+                      for a in APPS}}
+
+
+def min_periods_alone() -> dict:
+    """Each app's minimum pipelined period alone on (1,1,1,1) + GPU: the single-app GA's answer."""
+    from omegaconf import OmegaConf
+
+    from dse.backends.sim.tasks import analytic_model, profile_from_sim
+    from dse.config import compose_config
+    from dse.network import load_analysis
+    from dse.platform import load_platform
+    from dse.systems.layermap.ga import run_layer_ga
+    from dse.taskgraph import PeSet, build_task_graph
+
+    out = {}
+    for app in APPS:
+        cfg = compose_config(["platform=galaxy-s9-sim", f"benchmark={app}"])
+        platform = load_platform(OmegaConf.to_container(cfg.platform, resolve=True))
+        analysis = load_analysis(cfg)
+        graph = build_task_graph(analysis, str(cfg.precision))
+        pes = PeSet.build("1-1-1-1", ["gpu"], platform.mapping_core_ids())
+        profile = profile_from_sim(platform, analysis, graph, list(dict.fromkeys(pes.kinds)), str(cfg.precision))
+        out[app] = run_layer_ga(analytic_model(platform, graph, profile, pes), seed=0, budget=60000).fitness / 1e3
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scales", type=float, nargs="+", default=[1.0, 4.0])
+    args = ap.parse_args(argv)
+    runs = []
+    for scale in args.scales:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs.append(run_case(scale, Path(tmp)))
+        r = runs[-1]
+        print(f"x{scale:g}: {r['solutions']} solutions ({'schedulable' if r['schedulable'] else 'none schedulable'}),"
+              f" alone {r['alone_ms']}, min relative {r['min_relative']}, check {r['check']}", flush=True)
+    periods = min_periods_alone()
+    print("minimum period alone (ms):", {a: round(v, 2) for a, v in periods.items()})
+    write_result(OUT, {"seed_alone_ms": SEED_ALONE_MS, "seed_min_relative": SEED_MIN_RELATIVE,
+                       "seed_solutions": SEED_SOLUTIONS, "tolerance": TOLERANCE, "runs": runs,
+                       "min_period_alone_ms": periods})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

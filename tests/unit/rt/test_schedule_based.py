@@ -1,0 +1,253 @@
+"""Schedule-based multi-app analysis (seed 002 Sec. VI-A, Eqs. (10)/(11)): hand-computed examples, the ceil of
+the demand bound, bad inputs, the single-app model's latency and the population variant."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from dse.core.errors import DseError
+from dse.rt.schedule_based import (MappedApp, MultiAppProblem, alap, analyse, asap, demand_bound, mobility)
+
+CPU, GPU, NPU = 0, 1, 2
+PREEMPTIVE = (True, False, False)      # CPU preemptive, GPU and NPU not
+
+
+def app(name, period, prio, pe, t, preds):
+    return MappedApp(name, period, prio, tuple(pe), tuple(t), tuple(tuple(p) for p in preds))
+
+
+# -- one app alone ----------------------------------------------------------------------------------------------
+
+# diamond on two PEs: a(PE0,10) -> b(PE0,20), a -> c(PE1,5), b,c -> d(PE1,8); e(PE0,25) after a only, but after
+# b on PE0 in the ASAP order (that order, not a data edge, makes b critical)
+DIAMOND = dict(pe=(0, 0, 1, 1, 0), t=(10, 20, 5, 8, 25), preds=((), (0,), (0,), (1, 2), (0,)))
+
+
+def test_single_app_asap_alap_mobility_by_hand():
+    a = app("x", 60, 0, **DIAMOND)
+    # ASAP (list schedule, index order): a 0-10, b 10-30, c 10-15, d max(PE1 free 15, b 30) = 30-38, e waits for
+    # PE0 after b: 30-55. Makespan 55.
+    assert asap(a).tolist() == [0, 10, 10, 30, 30]
+    # ALAP from 60: e 35 (last on PE0); d 52 (last on PE1); c: succ d 52, next on PE1 = d -> 47; b: succ d 52 but
+    # next on PE0 = e 35 -> 15 (not 32); a: succs b 15, c 47, e 35, next on PE0 = b 15 -> 5.
+    assert alap(a).tolist() == [5, 15, 47, 52, 35]
+    assert mobility(a).tolist() == [5, 5, 37, 22, 5]
+    res = analyse([a], [True, False])
+    r = res.app("x")
+    assert r.alone_us == 55 and r.response_us == 55
+    assert r.slack_us == (5, 5, 37, 22, 5)             # alone: nothing to subtract, slack = MAI
+    assert r.interference_us == (0,) * 5
+    assert res.schedulable and res.response_us == (55,)
+
+
+def test_single_app_schedulable_iff_makespan_within_period():
+    assert analyse([app("x", 55, 0, **DIAMOND)], [True, True]).schedulable          # == makespan: ok
+    tight = analyse([app("x", 54.9, 0, **DIAMOND)], [True, True])
+    assert not tight.schedulable
+    assert min(tight.apps[0].slack_us) == pytest.approx(-0.1)                      # the critical path's MAI
+    assert tight.apps[0].response_us == 55
+
+
+def _random_dag(rng, n, p_edge=0.2):
+    """A chain plus random forward edges (p_edge = 0.02 is about DNN-like: ~1.6 predecessors per task)."""
+    return tuple(tuple(sorted({j - 1} | {i for i in range(j - 1) if rng.random() < p_edge})) if j else ()
+                 for j in range(n))
+
+
+def test_asap_is_the_single_app_model_latency():
+    from dse.taskgraph import AnalyticModel, LinearComm, PeSet, ProfileTable, TaskGraph
+    rng = np.random.default_rng(3)
+    py = random.Random(3)
+    for n in (1, 7, 25):
+        preds = _random_dag(py, n)
+        src = [p for j in range(n) for p in preds[j]]
+        dst = [j for j in range(n) for _ in preds[j]]
+        g = TaskGraph(names=tuple(f"t{i}" for i in range(n)), layers=tuple((i,) for i in range(n)),
+                      op_types=("Conv",) * n, macs=np.ones(n), src=src, dst=dst,
+                      nbytes=rng.integers(1_000, 50_000, len(src)))
+        t1 = rng.uniform(20, 400, n)
+        prof = ProfileTable(kinds=("cpu1", "gpu"), time_us=np.column_stack([t1, t1 / 3]), source="test",
+                            graph_digest=g.digest, tasks=g.names)
+        model = AnalyticModel(g, prof, PeSet.build("1-1", ["gpu"]), LinearComm(1.0, 5.0))
+        for _ in range(5):
+            m = rng.integers(0, model.P, n)
+            occ = model.occupancy(m)
+            a = MappedApp("x", 1e9, 0, tuple(m.tolist()), tuple(occ.tolist()), preds)
+            assert float((asap(a) + occ).max()) == pytest.approx(model.latency(m))
+            assert analyse([a], [True] * model.P).apps[0].alone_us == pytest.approx(model.latency(m))
+
+
+# -- two apps in the shape of Fig. 10 ---------------------------------------------------------------------------
+
+# A (priority 0, P 100): A1 CPU 10 -> A2 GPU 20, A1 -> A3 GPU 15, A2,A3 -> A4 CPU 5.
+# B (priority 1, P 200): B1 CPU 10 -> B2 NPU 10, B1 -> B3 GPU 25, B1 -> B4 CPU 20, B2,B3 -> B5 NPU 15.
+FIG10_A = app("A", 100, 0, (CPU, GPU, GPU, CPU), (10, 20, 15, 5), ((), (0,), (0,), (1, 2)))
+FIG10_B = app("B", 200, 1, (CPU, NPU, GPU, CPU, NPU), (10, 10, 25, 20, 15), ((), (0,), (0,), (0,), (1, 2)))
+
+
+def test_fig10_b3_delayed_by_a2_a3_and_b5_by_b3():
+    res = analyse([FIG10_A, FIG10_B], PREEMPTIVE)
+    a, b = res.app("A"), res.app("B")
+    # alone: A 0-10, 10-30, 30-45, 45-50; B 0-10, 10-20, 10-35, 10-30, B5 after B3: 35-50
+    assert a.asap_us == (0, 10, 30, 45) and a.alone_us == 50
+    assert b.asap_us == (0, 10, 10, 10, 35) and b.alone_us == 50
+    # MAI: A all on the critical path (100 - 50); B from 200: B5 185, B4 180, B3 160, B2 175, B1 150
+    assert a.mai_us == (50, 50, 50, 50)
+    assert b.mai_us == (150, 165, 150, 170, 150)
+    # dbf_pe(A, P_B = 200) = ceil(200/100) = 2 jobs: CPU 2*(10+5) = 30, GPU 2*(20+15) = 70 (B3 waits for A2, A3
+    # twice), NPU 0; B is the lowest priority: no blocking
+    assert b.interference_us == (30, 0, 70, 30, 0)
+    assert b.slack_us == (120, 165, 80, 140, 150)
+    # B's response: B1 30-40, B2 40-50, B3 40+70 = 110-135, B4 max(40, 40)+30 = 70-90, B5 waits for B3: 135-150
+    assert b.response_us == 150
+    # A has no higher-priority app; on the non-preemptive GPU it can be blocked by B3 (25), on the CPU not
+    assert a.interference_us == (0, 25, 25, 0)
+    assert a.slack_us == (50, 25, 25, 50)
+    # A: A1 0-10, A2 10+25 = 35-55, A3 55+25 = 80-95, A4 95-100 == P_A
+    assert a.response_us == 100
+    assert res.schedulable and a.schedulable and b.schedulable
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["schedulable"] is True and d["apps"][1]["slack_us"] == [120, 165, 80, 140, 150]
+    assert d["apps"][0]["name"] == "A" and d["apps"][0]["response_us"] == 100
+
+
+def test_fig10_with_a_on_the_cpu_only_the_delay_moves_to_b1_and_b4():
+    # move A2, A3 to the CPU: B3 on the GPU is no longer delayed by A, B1 and B4 on the CPU are (twice A's load)
+    a_cpu = app("A", 100, 0, (CPU, CPU, CPU, CPU), (10, 20, 15, 5), FIG10_A.preds)
+    b = analyse([a_cpu, FIG10_B], PREEMPTIVE).app("B")
+    # dbf_CPU(A, 200) = 2 * 50 = 100: B1 100-110, B2 110-120, B3 110-135, B4 max(110,110)+100 = 210-230, B5 135-150
+    assert b.interference_us == (100, 0, 0, 100, 0)
+    assert b.response_us == 230 and not b.schedulable
+    assert b.slack_us == (50, 165, 150, 70, 150)        # all slacks >= 0, yet R > P: response decides
+
+
+# -- Eq. (11) vs Eq. (10): blocking by a long lower-priority task ------------------------------------------------
+
+H = app("H", 50, 0, (0,), (10,), ((),))
+L = app("L", 200, 1, (0, 1), (45, 50), ((), (0,)))          # l1 on the shared PE 0, l2 (longer) on PE 1
+
+
+def test_eq11_blocking_breaks_what_eq10_accepts():
+    pre = analyse([H, L], [True, False])
+    non = analyse([H, L], [False, False])
+    assert pre.schedulable and not non.schedulable
+    hp, hn = pre.app("H"), non.app("H")
+    lp_, ln = pre.app("L"), non.app("L")
+    # H: MAI 50 - 10 = 40; preemptive PE 0: nothing subtracted; non-preemptive: blocked by l1 (45), not by l2
+    # (50, on the other PE)
+    assert hp.slack_us == (40,) and hp.response_us == 10
+    assert hn.interference_us == (45,) and hn.slack_us == (-5,) and hn.response_us == 55
+    assert not hn.schedulable
+    # L: MAI 200 - 95 = 105; only higher-priority demand dbf_0(H, 200) = 4 * 10 = 40, the same under both rules
+    assert lp_.slack_us == ln.slack_us == (65, 105)
+    assert lp_.interference_us == ln.interference_us == (40, 0)
+    assert lp_.response_us == ln.response_us == 135 and ln.schedulable
+
+
+def test_middle_priority_app_pays_summed_demand_and_largest_blocking():
+    top = app("top", 100, 0, (0,), (10,), ((),))
+    mid = app("mid", 300, 5, (0,), (20,), ((),))
+    low1 = app("low1", 1000, 7, (0, 0), (30, 60), ((), (0,)))
+    low2 = app("low2", 1000, 9, (0,), (40,), ((),))
+    top2 = app("top2", 150, 1, (0, 1), (5, 99), ((), (0,)))
+    res = analyse([low2, mid, top, low1, top2], [False, True])
+    m = res.app("mid")
+    # hp: top ceil(300/100)=3 * 10 + top2 ceil(300/150)=2 * 5 (its PE-0 task only) = 40; blocking max(30, 60, 40)
+    assert m.interference_us == (100,)
+    assert m.slack_us == (300 - 20 - 100,) and m.response_us == 120
+    assert res.app("top").interference_us == (60,)            # only blocking: the largest lower task on PE 0
+    # low2 (lowest): top 10*10 + top2 7*5 + mid 4*20 + low1 1*90, no blocking
+    assert res.app("low2").interference_us == (100 + 35 + 80 + 90,)
+
+
+# -- demand bound ----------------------------------------------------------------------------------------------
+
+def test_demand_bound_ceil():
+    a = app("A", 100, 0, (0, 1, 0), (10, 7, 5), ((), (0,), (1,)))
+    assert demand_bound(a, 0, 0) == 0
+    assert demand_bound(a, 0, 100) == 15                  # exactly one period: one job
+    assert demand_bound(a, 0, 100.001) == 30              # just above: a second job
+    assert demand_bound(a, 0, 300) == 45
+    assert demand_bound(a, 0, (0.1 + 0.2) * 1000) == 45   # 300.00000000000006: float noise is not a job
+    assert demand_bound(a, 0, 300.01) == 60
+    assert demand_bound(a, 1, 250) == 21
+    assert demand_bound(a, 2, 1000) == 0                  # nothing of A on PE 2
+    with pytest.raises(DseError, match="-1"):
+        demand_bound(a, 0, -1)
+
+
+# -- bad inputs ------------------------------------------------------------------------------------------------
+
+def test_bad_inputs_name_the_value():
+    good = app("A", 100, 0, (0, 1), (10, 5), ((), (0,)))
+    with pytest.raises(DseError, match="priority 3"):
+        analyse([app("A", 100, 3, (0,), (1,), ((),)), app("B", 100, 3, (0,), (1,), ((),))], [True])
+    with pytest.raises(DseError, match="PE id 2 out of range"):
+        analyse([app("A", 100, 0, (0, 2), (10, 5), ((), (0,)))], [True, False])
+    with pytest.raises(DseError, match="predecessor 1"):
+        app("A", 100, 0, (0, 1), (10, 5), ((1,), ()))
+    with pytest.raises(DseError, match="predecessor 2"):
+        app("A", 100, 0, (0, 1, 0), (10, 5, 1), ((), (2,), ()))
+    with pytest.raises(DseError, match="time -5"):
+        app("A", 100, 0, (0, 1), (10, -5), ((), (0,)))
+    with pytest.raises(DseError, match="time nan"):
+        app("A", 100, 0, (0, 1), (10, float("nan")), ((), (0,)))
+    with pytest.raises(DseError, match="period"):
+        app("A", 0, 0, (0,), (1,), ((),))
+    with pytest.raises(DseError, match="lengths 2, 1, 2"):
+        app("A", 100, 0, (0, 1), (10,), ((), (0,)))
+    with pytest.raises(DseError, match="PE id -1"):
+        app("A", 100, 0, (-1,), (1,), ((),))
+    with pytest.raises(DseError, match="unique"):
+        analyse([good, app("A", 100, 1, (0,), (1,), ((),))], [True, True])
+    prob = MultiAppProblem.from_apps([good], [True, True])
+    with pytest.raises(DseError, match="PE id 7 out of range"):
+        prob.analyse([(0, 7)], [(1, 1)])
+    with pytest.raises(DseError, match="time -1"):
+        prob.analyse([(0, 1)], [(1, -1)])
+    with pytest.raises(DseError, match="PE id must be an integer, got 1.5"):
+        prob.analyse([(0, 1.5)], [(1, 1)])
+    with pytest.raises(DseError, match="PE id 2 out of range"):
+        prob.analyse_population([np.array([[0, 1], [0, 2]])], [np.ones((2, 2))])
+
+
+# -- the population variant and speed ----------------------------------------------------------------------------
+
+def _random_apps(rng: random.Random, n_apps, n_tasks, n_pe, p_edge=0.2):
+    prios = rng.sample(range(10), n_apps)
+    return [app(f"a{k}", rng.uniform(0.5, 3.0) * 1000, prios[k],
+                [rng.randrange(n_pe) for _ in range(n_tasks[k])], [rng.uniform(0, 80) for _ in range(n_tasks[k])],
+                _random_dag(rng, n_tasks[k], p_edge)) for k in range(n_apps)]
+
+
+def test_population_equals_one_by_one_on_random_inputs():
+    rng = random.Random(11)
+    nrng = np.random.default_rng(11)
+    verdicts = []
+    for trial in range(6):
+        n_pe = rng.randint(1, 4)
+        preemptive = [rng.random() < 0.5 for _ in range(n_pe)]
+        apps = _random_apps(rng, rng.randint(1, 4), [rng.randint(1, 20) for _ in range(4)], n_pe)
+        prob = MultiAppProblem.from_apps(apps, preemptive)
+        pop = 9
+        pes = [nrng.integers(0, n_pe, (pop, a.n)) for a in apps]
+        times = [nrng.uniform(0, 80, (pop, a.n)) * (nrng.random((pop, a.n)) < 0.9) for a in apps]
+        out = prob.analyse_population(pes, times)
+        for j in range(pop):
+            one = prob.analyse([x[j] for x in pes], [x[j] for x in times])
+            for k, r in enumerate(one.apps):
+                assert out.response_us[j, k] == pytest.approx(r.response_us, rel=1e-12)
+                assert out.alone_us[j, k] == pytest.approx(r.alone_us, rel=1e-12)
+                assert out.slack_us[k][j] == pytest.approx(r.slack_us, rel=1e-12, abs=1e-9)
+                assert out.min_slack_us[j, k] == pytest.approx(min(r.slack_us), rel=1e-12, abs=1e-9)
+                assert out.app_schedulable[j, k] == r.schedulable
+            assert out.schedulable[j] == one.schedulable
+            verdicts.append(one.schedulable)
+            # the one-shot API on MappedApps agrees with the prepared problem
+            mapped = [MappedApp(a.name, a.period_us, a.priority, tuple(pes[k][j].tolist()),
+                                tuple(times[k][j].tolist()), a.preds) for k, a in enumerate(apps)]
+            assert analyse(mapped, preemptive) == one
+    assert any(verdicts) and not all(verdicts)          # both outcomes exercised
