@@ -86,7 +86,7 @@ class JointProblem:
     """The joint chromosome of several apps and its vectorized evaluation (per app ``task_costs_population``, then
     one ``MultiAppProblem.analyse_population``)."""
 
-    def __init__(self, apps: Sequence[App], *, penalty: float = 10.0):
+    def __init__(self, apps: Sequence[App], *, penalty: float = 10.0, response: str = "per-task"):
         apps = [a if isinstance(a, App) else App(*a) for a in apps]
         if not apps:
             raise LayerMapError("the multi-app GA needs at least one app")
@@ -113,7 +113,7 @@ class JointProblem:
         self.n_genes = int(self.bounds[-1])
         self.periods = np.array([float(a.period_us) for a in apps])
         self.problem = MultiAppProblem([a.name for a in apps], list(self.periods), [a.priority for a in apps],
-                                       [_preds(a.model) for a in apps], preemptive_of(pes))
+                                       [_preds(a.model) for a in apps], preemptive_of(pes), response)
         self.p_busy = first.p_busy
         self.p_idle = np.zeros(self.P) if first.p_idle is None else first.p_idle
 
@@ -206,13 +206,14 @@ def _settings(population: int, generations: int, seed: int, preset_name: str, ov
 def run_multiapp_ga(apps: Sequence[App], alone_us: Sequence[float], *, population: int = 100,
                     generations: int = 100, seed: int = 0, penalty: float = 10.0, budget: int | None = None,
                     seeds: Sequence[Sequence[Sequence[int]]] = (), preset_name: str = "kang2020",
-                    **overrides) -> MultiAppResult:
+                    response: str = "per-task", **overrides) -> MultiAppResult:
     """SPEA2 over the joint chromosome of ``apps`` (``App`` or (name, model, period_us, priority)); ``alone_us``:
     per app its fastest response alone (``min_response_alone``), the reference of the relative response times.
     ``seeds``: solutions (per app a mapping) placed in the first population before the generated ones, e.g. every
     app on its fastest mapping alone: the GA seldom assembles a whole app on one PE from mixed mappings. The
-    preset gives the crossover/mutation rates and the clustered share (``overrides`` replace its fields)."""
-    joint = JointProblem(apps, penalty=penalty)
+    preset gives the crossover/mutation rates and the clustered share (``overrides`` replace its fields).
+    ``response``: the analysis' response bound (``dse.rt.schedule_based.RESPONSES``)."""
+    joint = JointProblem(apps, penalty=penalty, response=response)
     alone = tuple(float(x) for x in alone_us)
     if len(alone) != len(joint.apps) or not all(math.isfinite(x) and x > 0 for x in alone):
         raise LayerMapError(f"alone_us needs one finite response > 0 us per app ({len(joint.apps)}), got {alone}")

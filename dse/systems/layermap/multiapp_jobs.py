@@ -31,7 +31,7 @@ from dse.systems.common import compose_sim_case, say
 if TYPE_CHECKING:
     import pandas as pd
 
-KEYS = ("name", "platform", "cpu_config", "accelerators", "apps", "ga", "alone", "check")
+KEYS = ("name", "platform", "cpu_config", "accelerators", "response", "apps", "ga", "alone", "check")
 SUB_KEYS = {"ga": ("population", "generations", "seed"), "alone": ("population", "generations"),
             "check": ("mappings", "hyperperiods")}
 APP_KEYS = ("benchmark", "period_ms", "priority")
@@ -53,6 +53,7 @@ class MultiappSettings:
     platform: str
     cpu_config: str
     accelerators: tuple[str, ...]
+    response: str
     apps: tuple[AppSpec, ...]
     ga: dict
     alone: dict
@@ -95,6 +96,11 @@ class MultiappSettings:
             values = [getattr(s, what) for s in specs]
             if len(set(values)) != len(values):
                 raise DseError(f"multiapp.apps: every app needs its own {what}, got {values}")
+        from dse.rt.schedule_based import RESPONSES
+
+        response = str(d.get("response", "per-task"))
+        if response not in RESPONSES:
+            raise choices_error("multiapp.response", response, RESPONSES)
         accels = tuple(str(a).lower() for a in d.get("accelerators") or ())
         cpu = str(d.get("cpu_config", "1-1-1-1"))
         if platform is not None:
@@ -105,7 +111,8 @@ class MultiappSettings:
             for a in accels:
                 if a not in have:
                     raise choices_error(f"multiapp accelerator of platform {platform.name}", a, have)
-        out = cls(dir_name(d.get("name"), "multiapp.name"), str(d.get("platform")), cpu, accels, tuple(specs),
+        out = cls(dir_name(d.get("name"), "multiapp.name"), str(d.get("platform")), cpu, accels, response,
+                  tuple(specs),
                   {"population": 100, "generations": 150, "seed": 0, **subs["ga"]},
                   {"population": 100, "generations": 100, **subs["alone"]},
                   {"mappings": 6, "hyperperiods": 100, **subs["check"]})
@@ -283,7 +290,7 @@ def check(case: Case, frame, models: dict) -> "pd.DataFrame":
     for pos in chosen(frame, names, int(s.check["mappings"])):
         row = frame.iloc[pos]
         mapped = _mapped_apps(case, row, models)
-        bound = analyse(mapped, preemptive)
+        bound = analyse(mapped, preemptive, s.response)
         apps, placement = periodic_apps(mapped, pes.names)
         config = deployment_config(case.platform, "+".join(names), apps, placement, {},
                                    1e6 / (s.hyperperiod_ms * 1000), duration, seed, True, accelerators="priority")
@@ -387,7 +394,8 @@ def search(mdir: str | Path) -> Path:
         say(f"[multiapp] {a.name}: fastest alone {alone[a.name].response_us / 1e3:.2f} ms")
     result = run_multiapp_ga(apps, [alone[a.name].response_us for a in apps], population=int(s.ga["population"]),
                              generations=int(s.ga["generations"]), seed=int(s.ga["seed"]),
-                             seeds=first_solutions(apps, alone, case.pes(), int(s.ga["population"]) // 2))
+                             seeds=first_solutions(apps, alone, case.pes(), int(s.ga["population"]) // 2),
+                             response=s.response)
     frame = result.to_frame()
     write_bytes_atomic(case.dir / "multiapp.parquet", frame.to_parquet(index=False))
     summary = {"seed": int(s.ga["seed"]), "versions": versions(), "case": s.name, "platform": case.platform.name,

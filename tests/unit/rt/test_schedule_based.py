@@ -251,3 +251,43 @@ def test_population_equals_one_by_one_on_random_inputs():
                                 tuple(times[k][j].tolist()), a.preds) for k, a in enumerate(apps)]
             assert analyse(mapped, preemptive) == one
     assert any(verdicts) and not all(verdicts)          # both outcomes exercised
+
+
+def test_the_window_bound_charges_each_pe_once():
+    """H (priority 0) holds the non-preemptive GPU 10 us per 100 us; L runs a 3-task chain of 5 us there. Per task,
+    L's bound is 15 + 3 x 10 = 45; charged once per PE it is 15 + (ceil(R/100) + 1) x 10 = 35 (H carried in and
+    one job of H released in the window), and L's chain is entered once, so H is blocked by one L task only."""
+    apps = [app("H", 100, 0, [0], [10], [()]), app("L", 100, 1, [0, 0, 0], [5, 5, 5], [(), (0,), (1,)])]
+    per_task, window = analyse(apps, [False]), analyse(apps, [False], response="window")
+    assert per_task.app("L").response_us == pytest.approx(45) and window.app("L").response_us == pytest.approx(35)
+    assert per_task.app("H").response_us == window.app("H").response_us == pytest.approx(15)
+    assert window.app("L").slack_us == per_task.app("L").slack_us       # Eqs. (10)/(11) are the same either way
+    with pytest.raises(DseError, match="unknown response bound 'busy'; valid choices: per-task, window"):
+        analyse(apps, [False], response="busy")
+
+
+def test_the_window_bound_counts_entries_on_each_pe():
+    """A task whose predecessor ran on another PE can find a lower-priority task running: L's chain GPU -> CPU ->
+    GPU enters the GPU twice, so H pays blocking once and L's window bound sees H's demand on the GPU once."""
+    apps = [app("H", 1000, 0, [1, 1, 1], [10, 10, 10], [(), (0,), (1,)]),
+            app("L", 1000, 1, [1, 0, 1], [5, 7, 5], [(), (0,), (1,)])]
+    res = analyse(apps, [True, False], response="window")
+    assert res.app("H").response_us == pytest.approx(30 + 5)          # one entry: H's chain stays on the GPU
+    assert res.app("L").response_us == pytest.approx(17 + 2 * 30)     # (ceil(R/1000) + 1) x 30 on the GPU
+
+
+def test_the_window_population_equals_one_by_one():
+    rng = random.Random(7)
+    nrng = np.random.default_rng(7)
+    for _ in range(5):
+        apps = _random_apps(rng, 3, [6, 9, 5], 3)
+        preemptive = [True, False, False]
+        prob = MultiAppProblem.from_apps(apps, preemptive, response="window")
+        pes = [nrng.integers(0, 3, (12, a.n)) for a in apps]
+        times = [nrng.uniform(0, 300, (12, a.n)) for a in apps]
+        out = prob.analyse_population(pes, times)
+        for j in range(12):
+            one = prob.analyse([p[j] for p in pes], [t[j] for t in times])
+            for k, r in enumerate(one.apps):
+                assert out.response_us[j, k] == pytest.approx(r.response_us, rel=1e-12)
+                assert out.app_schedulable[j, k] == r.schedulable
