@@ -78,7 +78,8 @@ def _occupancy(model: AnalyticModel, maps: np.ndarray) -> tuple[np.ndarray, np.n
     return times, bad
 
 
-def _preds(model: AnalyticModel) -> list[tuple[int, ...]]:
+def task_preds(model: AnalyticModel) -> list[tuple[int, ...]]:
+    """Per task its predecessors as plain ints: the DAG the schedule-based analysis and its check both read."""
     return [tuple(int(p) for p in model.graph.preds(i)) for i in range(model.n)]
 
 
@@ -113,7 +114,7 @@ class JointProblem:
         self.n_genes = int(self.bounds[-1])
         self.periods = np.array([float(a.period_us) for a in apps])
         self.problem = MultiAppProblem([a.name for a in apps], list(self.periods), [a.priority for a in apps],
-                                       [_preds(a.model) for a in apps], preemptive_of(pes), response)
+                                       [task_preds(a.model) for a in apps], preemptive_of(pes), response)
         self.p_busy = first.p_busy
         self.p_idle = np.zeros(self.P) if first.p_idle is None else first.p_idle
 
@@ -276,7 +277,7 @@ def min_response_alone(model: AnalyticModel, *, population: int = 100, generatio
     GA that starts without them may never reach one (MobileNet v2 stayed 30 % above all-GPU)."""
     p, ga = _settings(population, generations, seed, preset_name, overrides)
     # the period moves only the ALAP side of the analysis, never the alone makespan
-    problem = MultiAppProblem(["alone"], [1.0], [0], [_preds(model)], preemptive_of(model.pes))
+    problem = MultiAppProblem(["alone"], [1.0], [0], [task_preds(model)], preemptive_of(model.pes))
 
     def batch(inds):
         maps = np.array(inds, dtype=np.int64)

@@ -243,6 +243,7 @@ def write_profile(mdir: str | Path, app: str) -> Path:
 def _mapped_apps(case: Case, row, models: dict) -> list:
     """The apps of one Pareto solution as ``MappedApp``: PE ids from the row's mapping, occupancies from the model."""
     from dse.rt.schedule_based import MappedApp
+    from dse.systems.layermap.multiapp import task_preds
     from dse.taskgraph.mapping import decode_ids
 
     out = []
@@ -250,7 +251,7 @@ def _mapped_apps(case: Case, row, models: dict) -> list:
         model = models[a.benchmark]
         m = np.array(decode_ids(row[f"{a.benchmark}_mapping"]), dtype=np.int64)
         occupancy = model.occupancy(m)
-        preds = tuple(tuple(int(q) for q in model.graph.preds(i)) for i in range(model.n))
+        preds = tuple(task_preds(model))
         out.append(MappedApp(a.benchmark, a.period_ms * 1000, a.priority, tuple(int(x) for x in m),
                              tuple(float(t) for t in occupancy), preds))
     return out
