@@ -16,11 +16,23 @@ fixed priorities (lower number = higher priority). ``preemptive[pe]`` is True fo
 - Slack (LHS of Eq. (10) on a preemptive PE, Eq. (11) on a non-preemptive one):
   ``MAI_i - sum_{hp} dbf_{M(T_i)}(hp, P_i) [- max C_lp over lower-priority tasks on M(T_i)]``.
   Footnote 5's iterative MAI update is omitted, as in the paper.
-- Response-time bound R_a, "per-task" (the spec's): the forward list schedule where each task's start is delayed
-  by its I_i (the two subtracted terms above); pessimistic, since a chain of n tasks on a PE pays its interference
-  n times. "window": the makespan alone plus, per PE, what else can run there while one job is in flight, charged
-  once (``_window_response``); the seed leaves the bound open. ``alone_us`` = the ASAP makespan. An app is schedulable iff every slack
-  is >= 0 and R_a <= P_a (relative tolerance 1e-9 of the period for float round-off).
+- Response time R_a, three readings:
+  - "pipelined" (the default, the seed's): the app runs software-pipelined, as its single-app half does (002
+    L210-234: throughput = 1 / the longest PE cluster; L249: "average inference time" = its reciprocal). Each
+    task i runs iteration n - d_i in period n, with d_i = max over predecessors j of d_j + [PE_j != PE_i], so
+    every cross-PE input was made a period earlier and each (app, PE) stage is an independent periodic task:
+    all its tasks are ready at its release, run back to back, deadline = period (002 L121). ASAP/ALAP are
+    offsets within that stage, so MAI_i = P_a - C_{a,pe}; R_a = max over the app's PEs of the fixed-priority
+    response time R = C_{a,pe} + B_pe + sum_h ceil(R / P_h) C_{h,pe} (B_pe: the longest lower-priority task,
+    once, on a non-preemptive PE: the stage's own next task is ready whenever its PE frees). ``alone_us`` =
+    max_pe C_{a,pe}, the single-app period; the seed's 10.3 / 13.7 / 16.9 ms minima match those periods on
+    the virtual S9, not its one-frame latencies (BENCHMARKS "002 Sec. VI"). Latency is (max d + 1) periods.
+  - "per-task" (spec 3.5): one frame at a time; the forward list schedule where each task's start is delayed by
+    its I_i (the two subtracted terms above); pessimistic, since a chain of n tasks on a PE pays its
+    interference n times. ``alone_us`` = the ASAP makespan.
+  - "window": one frame at a time; the makespan alone plus, per PE, what else can run there while one job is in
+    flight, charged once (``_window_response``).
+  An app is schedulable iff every slack is >= 0 and R_a <= P_a (relative tolerance 1e-9 of the period).
 
 A multi-objective GA calls this ~1e5 times with the DAGs, periods, priorities and PE kinds fixed and only the
 mapping changing, so `MultiAppProblem` precomputes what does not depend on the mapping (successor lists,
@@ -292,7 +304,7 @@ class PopulationAnalysis:
         return self.app_schedulable.all(axis=1)
 
 
-RESPONSES = ("per-task", "window")
+RESPONSES = ("pipelined", "per-task", "window")
 
 
 def _entries(preds, pe: np.ndarray, n_pe: int) -> np.ndarray:
@@ -329,12 +341,52 @@ def _window_response(alone: np.ndarray, hp_loads, entries: np.ndarray, blocking:
     return r
 
 
+def _stage_response(own: np.ndarray, blocking: np.ndarray, hp_loads, period: float) -> np.ndarray:
+    """[pop] "pipelined" response of one app from its per-PE stage loads ``own`` [pop, P], the blocking on each
+    PE and the higher-priority apps' (load [pop, P], period): per PE with a stage the least fixed point of
+    R = C + B + sum_h ceil(R / P_h) C_h from R = C + B + sum_h C_h, capped at 10 periods; the max over PEs.
+    Where the PE's utilization U = C / P + sum_h C_h / P_h exceeds 1 no R <= P exists (R <= P needs
+    C <= R (1 - U_h)), and the iteration would creep to the cap one job at a time: such a PE answers 10 P x U
+    at once, unschedulable and still ranked by its overload for the GA."""
+    cap = 10.0 * period
+    base = own + blocking
+    util = own / period + sum((load / p_h for load, p_h in hp_loads), np.zeros_like(own))
+    over = util > 1.0 + _TOL
+    r = base + sum((load for load, _ in hp_loads), np.zeros_like(own))
+    for _ in range(1000):
+        new = base.copy()
+        for load, p_h in hp_loads:
+            new += np.maximum(1.0, np.ceil(r / p_h - _EPS)) * load
+        new = np.where(over, r, np.minimum(new, cap))
+        if np.array_equal(new, r):
+            break
+        r = new
+    r = np.where(over, cap * util, r)
+    return np.where(own > 0, r, 0.0).max(axis=1)
+
+
+def _stage_offsets(pe, t, n_pe: int, period: float) -> tuple[list[float], list[float]]:
+    """ASAP and ALAP offsets of each task within its (app, PE) stage: after / before the app's other tasks on
+    its PE in task order, the stage released at 0 with deadline ``period``."""
+    before, after = [0.0] * n_pe, [0.0] * n_pe
+    asap_ = [0.0] * len(pe)
+    for i, p in enumerate(pe):
+        asap_[i] = before[p]
+        before[p] += t[i]
+    alap_ = [0.0] * len(pe)
+    for i in range(len(pe) - 1, -1, -1):
+        p = pe[i]
+        after[p] += t[i]
+        alap_[i] = period - after[p]
+    return asap_, alap_
+
+
 class MultiAppProblem:
     """The mapping-independent part of the analysis (DAGs, periods, priorities, PE preemptability), prepared once;
     `analyse` / `analyse_population` then take only the mapping: per app the PE ids and times of its tasks."""
 
     def __init__(self, names: Sequence[str], periods_us: Sequence[float], priorities: Sequence[int],
-                 preds: Sequence[Sequence[Sequence[int]]], preemptive: Sequence[bool], response: str = "per-task"):
+                 preds: Sequence[Sequence[Sequence[int]]], preemptive: Sequence[bool], response: str = "pipelined"):
         if not (len(names) == len(periods_us) == len(priorities) == len(preds)):
             raise DseError(f"names, periods_us, priorities and preds must have one entry per app, got lengths "
                            f"{len(names)}, {len(periods_us)}, {len(priorities)}, {len(preds)}")
@@ -344,10 +396,9 @@ class MultiAppProblem:
         self._setup([MappedApp(nm, per, pr, (0,) * len(ps), (0.0,) * len(ps), ps)
                      for nm, per, pr, ps in zip(names, periods_us, priorities, preds)], preemptive, response)
 
-    def _setup(self, shells: list[MappedApp], preemptive: Sequence[bool], response: str = "per-task"):
-        """Everything that does not depend on the mapping, from validated apps. ``response``: the bound of an
-        app's response time, "per-task" (the spec's: every task's start delayed by its whole interference) or
-        "window" (``_window_response``: the interference on each PE charged once)."""
+    def _setup(self, shells: list[MappedApp], preemptive: Sequence[bool], response: str = "pipelined"):
+        """Everything that does not depend on the mapping, from validated apps. ``response``: the reading of an
+        app's response time, one of ``RESPONSES`` (module docstring)."""
         if response not in RESPONSES:
             raise DseError(f"unknown response bound {response!r}; valid choices: {', '.join(RESPONSES)}")
         self.response = response
@@ -377,7 +428,7 @@ class MultiAppProblem:
 
     @classmethod
     def from_apps(cls, apps: Sequence[MappedApp], preemptive: Sequence[bool],
-                  response: str = "per-task") -> MultiAppProblem:
+                  response: str = "pipelined") -> MultiAppProblem:
         """The structure of ``apps`` (their own pe/time are not kept: pass them to `analyse`)."""
         apps = list(apps)
         if not apps:
@@ -438,8 +489,17 @@ class MultiAppProblem:
             for p in self._np_pes:
                 inter[p] += max((tmax[lo][p] for lo in self.lp[a]), default=0.0)
             period = self.periods[a]
-            start, mai, delay, slack, alone, response = _app_pass(pe, t, self.preds[a], self.succs[a], P,
-                                                                  period, inter)
+            if self.response == "pipelined":
+                start, late = _stage_offsets(pe, t, P, period)
+                mai = [lt - st for lt, st in zip(late, start)]
+                delay = [inter[p] for p in pe]
+                slack = [m - d for m, d in zip(mai, delay)]
+                alone = max(load[a])
+                response = float(self._pipelined(a, [np.array([load[h]]) for h in range(A)],
+                                                 [np.array([tmax[h]]) for h in range(A)])[0])
+            else:
+                start, mai, delay, slack, alone, response = _app_pass(pe, t, self.preds[a], self.succs[a], P,
+                                                                      period, inter)
             if self.response == "window":
                 response = float(self._window(a, np.array([alone]), np.array([pe]),
                                               [np.array([load[h]]) for h in range(A)],
@@ -450,16 +510,25 @@ class MultiAppProblem:
                                    tuple(delay), tuple(slack), response, alone, ok))
         return MultiAppAnalysis(tuple(out))
 
-    def _window(self, a: int, alone, pe, load, tmax) -> np.ndarray:
-        """App ``a``'s "window" response bound [pop] from its makespans alone and every app's per-PE load and
-        longest task [pop, P]."""
-        blocking = np.zeros_like(load[a])
+    def _blocking(self, a: int, tmax) -> np.ndarray:
+        """[pop, P] the longest task of a lower-priority app on each non-preemptive PE (0 elsewhere)."""
+        blocking = np.zeros_like(tmax[a])
         if self.lp[a]:
             for p in self._np_pes:
                 blocking[:, p] = np.max([tmax[lo][:, p] for lo in self.lp[a]], axis=0)
+        return blocking
+
+    def _pipelined(self, a: int, load, tmax) -> np.ndarray:
+        """App ``a``'s "pipelined" response [pop] from every app's per-PE load and longest task [pop, P]."""
+        return _stage_response(load[a], self._blocking(a, tmax), [(load[h], self.periods[h]) for h, _ in self.hp[a]],
+                               self.periods[a])
+
+    def _window(self, a: int, alone, pe, load, tmax) -> np.ndarray:
+        """App ``a``'s "window" response bound [pop] from its makespans alone and every app's per-PE load and
+        longest task [pop, P]."""
         hp_loads = [(load[h], self.periods[h]) for h, _ in self.hp[a]]
         return _window_response(np.asarray(alone, dtype=float), hp_loads, _entries(self.preds[a], pe, self.n_pe),
-                                blocking, self.periods[a])
+                                self._blocking(a, tmax), self.periods[a])
 
     # -- a population -----------------------------------------------------------------------------------------
     def analyse_population(self, pes: Sequence[np.ndarray], times: Sequence[np.ndarray]) -> PopulationAnalysis:
@@ -501,8 +570,14 @@ class MultiAppProblem:
                 for p in self._np_pes:
                     inter[:, p] += np.max([tmax[lo][:, p] for lo in self.lp[a]], axis=0)
             delay = inter.ravel()[flats[a]]                                        # [n, pop]
-            start, late, alone[:, a], resp[:, a] = _pop_pass(self.preds[a], self.succs[a], P, flats[a],
-                                                             np.ascontiguousarray(times[a].T), delay, period)
+            if self.response == "pipelined":
+                own = load[a].ravel()[flats[a]]                                    # [n, pop] C_{a, PE of task}
+                start, late = np.zeros_like(own), period - own                     # MAI = P - C
+                alone[:, a] = load[a].max(axis=1)
+                resp[:, a] = self._pipelined(a, load, tmax)
+            else:
+                start, late, alone[:, a], resp[:, a] = _pop_pass(self.preds[a], self.succs[a], P, flats[a],
+                                                                 np.ascontiguousarray(times[a].T), delay, period)
             if self.response == "window":
                 resp[:, a] = self._window(a, alone[:, a], pes[a], load, tmax)
             slack = np.ascontiguousarray((late - start - delay).T)                 # [pop, n]
@@ -513,7 +588,7 @@ class MultiAppProblem:
         return PopulationAnalysis(resp, alone, min_slack, ok, tuple(slacks))
 
 
-def analyse(apps: Sequence[MappedApp], preemptive: Sequence[bool], response: str = "per-task") -> MultiAppAnalysis:
+def analyse(apps: Sequence[MappedApp], preemptive: Sequence[bool], response: str = "pipelined") -> MultiAppAnalysis:
     """One-shot analysis; a GA should build a `MultiAppProblem` once and call its `analyse` per mapping."""
     return MultiAppProblem.from_apps(apps, preemptive, response).analyse([a.pe for a in apps],
                                                                          [a.time_us for a in apps])

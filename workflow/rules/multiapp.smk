@@ -15,6 +15,8 @@ rule multiapp_profile:
         "{adir}/profiles/{app}.parquet",
     log:
         "{adir}/logs/profile-{app}.log",
+    resources:
+        board=1,  # host-cpu: real per-task runs need the cores to themselves
     conda:
         ENV
     shell:
@@ -40,7 +42,8 @@ rule multiapp_search:
 
 
 rule multiapp_report:
-    """The chosen mappings in the periodic simulation (misses, worst response vs bound), report and plots."""
+    """The chosen mappings in the periodic simulation, or for real on host-cpu (misses, worst response vs bound),
+    report and plots."""
     input:
         "{adir}/multiapp.parquet",
         "{adir}/search.json",
@@ -54,6 +57,8 @@ rule multiapp_report:
         "{adir}/plots/energy_pairs.png",
     log:
         "{adir}/logs/report.log",
+    resources:
+        board=1,  # host-cpu: the check runs the mappings on the cores
     conda:
         ENV
     shell:

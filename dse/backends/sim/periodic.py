@@ -359,23 +359,47 @@ def simulate_periodic(apps: Sequence[PeriodicApp], placement: Placement, *, plat
                           rail_j=rail_j, board_energy_j=float(sum(rail_j.values())), trace=segments)
 
 
+def _pe_names_of(app, pe_names: Sequence[str]) -> list[str]:
+    """The PE name of each task of a seed-002 DAG app."""
+    try:
+        return [pe_names[i] for i in app.pe]
+    except IndexError:
+        raise DseError(f"app {app.name}: PE ids {list(app.pe)} must index the {len(pe_names)} PEs "
+                       f"{list(pe_names)}") from None
+
+
 def periodic_apps(apps, pe_names: Sequence[str]) -> tuple[list[PeriodicApp], dict[tuple[str, int], str]]:
     """Seed-002 DAG apps as one-task stages, with their placement, so a schedule-based analysis can be checked
     here. ``apps``: objects with ``name, period_us, priority, pe, time_us, preds`` per task (as
     ``dse.rt.schedule_based.MappedApp``); ``pe_names[id]`` names PE id (``PeSet.names``)."""
     out, placement = [], {}
     for a in apps:
-        try:
-            names = [pe_names[i] for i in a.pe]
-        except IndexError:
-            raise DseError(f"app {a.name}: PE ids {list(a.pe)} must index the {len(pe_names)} PEs "
-                           f"{list(pe_names)}") from None
+        names = _pe_names_of(a, pe_names)
         stages = tuple(PeriodicStage(kind_of(n), (float(t),), f"t{i}")
                        for i, (n, t) in enumerate(zip(names, a.time_us)))
         edges = tuple((q, i) for i, ps in enumerate(a.preds) for q in sorted(ps))
         out.append(PeriodicApp(a.name, float(a.period_us), int(a.priority), stages, edges=edges))
         placement.update({(a.name, i): n for i, n in enumerate(names)})
     return out, placement
+
+
+def pipelined_stage_apps(apps, pe_names: Sequence[str]) -> tuple[list[PeriodicApp], dict[tuple[str, int], str],
+                                                                dict[str, str]]:
+    """Seed-002 DAG apps in their pipelined execution (``dse.rt.schedule_based``, "pipelined"): every (app, PE)
+    stage is an app of its own, ``<app>@<PE>``, released every period, its tasks run back to back in task order
+    (each task processes the iteration its pipeline depth gives, so its inputs were made a period earlier: the data
+    dependencies leave the timing). Returns the apps, their placement and stage app -> app."""
+    out, placement, owner = [], {}, {}
+    for a in apps:
+        names = _pe_names_of(a, pe_names)
+        for pe in dict.fromkeys(names):
+            times = tuple(float(t) for n, t in zip(names, a.time_us) if n == pe)
+            stage = f"{a.name}@{pe}"
+            out.append(PeriodicApp(stage, float(a.period_us), int(a.priority), (PeriodicStage(kind_of(pe), times,
+                                                                                              stage),)))
+            placement[(stage, 0)] = pe
+            owner[stage] = a.name
+    return out, placement, owner
 
 
 def _accelerator_pes(p: Platform) -> list[str]:

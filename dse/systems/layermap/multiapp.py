@@ -5,17 +5,24 @@ apps, each mapped layer by layer onto the same PEs, periodic (period = implicit 
   app's part starts as in the single-app GA (``ga._toolbox``: random or clustered); uniform crossover and that
   GA's mutation act on the whole chromosome (gene flip probability 2 / genes).
 - Objectives, all minimized, under SPEA2 (``run_moea``): per app the response-time bound of the schedule-based
-  analysis (``dse.rt.schedule_based``), plus ``penalty`` x its period where the app is unschedulable (a slack
-  below 0 or the bound above the period: 002 L306, "so that it cannot be selected"); and the total energy per
-  second, i.e. the average power in W: each PE's busy power x its utilization sum_a load_a / period_a plus its
-  idle power x the rest. (Summing each app's ``evaluate().energy_j / period`` would be the same without idle
-  powers, but counts a PE's idle time once per app, over that app's own pipelined period.)
+  analysis (``dse.rt.schedule_based``), and the total energy per second, i.e. the average power in W: each PE's
+  busy power x its utilization sum_a load_a / period_a plus its idle power x the rest. (Summing each app's
+  ``evaluate().energy_j / period`` would be the same without idle powers, but counts a PE's idle time once per
+  app, over that app's own pipelined period.)
+- Penalty (002 L306: a large one where an app's response exceeds its period, "so that it cannot be selected"):
+  a mapping with k unschedulable apps (a slack below 0 or the bound above the period) gets k x ``penalty`` x
+  the app's period on every app's term and k x ``penalty`` x the board's full-load power on the energy term, so
+  every schedulable mapping dominates it. The seed names only the late app's term; on it alone a late mapping
+  stays non-dominated through its other terms, and on the virtual S9 such mappings filled SPEA2's archive: at
+  twice the seed's periods the GA kept 1 schedulable solution where a hill climb from it found schedulable ones
+  of 10 % less power.
 - CPU groups are preemptive, GPU/NPU/DLA not (Eq. (10) vs (11)).
 
 ``min_response_alone`` gives the reference of the relative response times (002 Fig. 11): an app's fastest
-response alone. ``run_layer_ga`` minimizes the period (throughput), not the latency, so it is a one-objective
-``run_ga`` over the alone response (the ASAP makespan, = ``AnalyticModel.latency``) with the same operators,
-started from the one-PE mappings too.
+response alone, a one-objective ``run_ga`` over the analysis' alone response with the single-app GA's operators,
+started from the one-PE mappings too. Pipelined (the default reading) that is the single-app period
+(``run_layer_ga``'s objective without its local search); one frame at a time it is the ASAP makespan
+(``AnalyticModel.latency``), which ``run_layer_ga`` does not minimize.
 """
 from __future__ import annotations
 
@@ -87,7 +94,7 @@ class JointProblem:
     """The joint chromosome of several apps and its vectorized evaluation (per app ``task_costs_population``, then
     one ``MultiAppProblem.analyse_population``)."""
 
-    def __init__(self, apps: Sequence[App], *, penalty: float = 10.0, response: str = "per-task"):
+    def __init__(self, apps: Sequence[App], *, penalty: float = 10.0, response: str = "pipelined"):
         apps = [a if isinstance(a, App) else App(*a) for a in apps]
         if not apps:
             raise LayerMapError("the multi-app GA needs at least one app")
@@ -117,6 +124,7 @@ class JointProblem:
                                        [task_preds(a.model) for a in apps], preemptive_of(pes), response)
         self.p_busy = first.p_busy
         self.p_idle = np.zeros(self.P) if first.p_idle is None else first.p_idle
+        self.full_power = float(np.maximum(self.p_busy, self.p_idle).sum())    # every PE busy: the most power
 
     def split(self, genes) -> list[np.ndarray]:
         """Per app its [pop, n_a] (or [n_a]) part of joint chromosomes [pop, n_genes] (or [n_genes])."""
@@ -141,7 +149,8 @@ class JointProblem:
         power = busy @ self.p_busy + (1.0 - busy) @ self.p_idle
         response = np.where(unmappable[:, None], np.inf, res.response_us)
         ok = res.app_schedulable & ~unmappable[:, None]
-        obj = np.column_stack([res.response_us + np.where(ok, 0.0, self.penalty * self.periods), power])
+        late = (~ok).sum(axis=1)[:, None] * self.penalty
+        obj = np.column_stack([res.response_us + late * self.periods, power + late[:, 0] * self.full_power])
         obj[unmappable] = UNMAPPABLE
         power[unmappable] = np.inf
         return JointEvaluation(response, ok, power, obj)
@@ -207,7 +216,7 @@ def _settings(population: int, generations: int, seed: int, preset_name: str, ov
 def run_multiapp_ga(apps: Sequence[App], alone_us: Sequence[float], *, population: int = 100,
                     generations: int = 100, seed: int = 0, penalty: float = 10.0, budget: int | None = None,
                     seeds: Sequence[Sequence[Sequence[int]]] = (), preset_name: str = "kang2020",
-                    response: str = "per-task", **overrides) -> MultiAppResult:
+                    response: str = "pipelined", **overrides) -> MultiAppResult:
     """SPEA2 over the joint chromosome of ``apps`` (``App`` or (name, model, period_us, priority)); ``alone_us``:
     per app its fastest response alone (``min_response_alone``), the reference of the relative response times.
     ``seeds``: solutions (per app a mapping) placed in the first population before the generated ones, e.g. every
@@ -259,7 +268,8 @@ def run_multiapp_ga(apps: Sequence[App], alone_us: Sequence[float], *, populatio
 
 @dataclass(frozen=True)
 class Alone:
-    """An app's fastest response alone (us, the ASAP makespan of its best mapping found) and that mapping."""
+    """An app's fastest response alone (us, of its best mapping found, in the analysis' reading) and that
+    mapping."""
 
     response_us: float
     mapping: tuple[int, ...]
@@ -269,15 +279,15 @@ class Alone:
 
 
 def min_response_alone(model: AnalyticModel, *, population: int = 100, generations: int = 100, seed: int = 0,
-                       preset_name: str = "kang2020", **overrides) -> Alone:
+                       preset_name: str = "kang2020", response: str = "pipelined", **overrides) -> Alone:
     """The fastest response of one app alone on its PEs: ``run_ga`` (the single-app GA's operators, stall rule and
     restarts; no local search, that one lowers the period) over the alone response time, evaluated for the whole
     population at once by the schedule-based analysis of the app by itself. The first population holds the P
     one-PE mappings besides the GA's own: a single move off a one-PE mapping adds transfers and seldom pays, so a
     GA that starts without them may never reach one (MobileNet v2 stayed 30 % above all-GPU)."""
     p, ga = _settings(population, generations, seed, preset_name, overrides)
-    # the period moves only the ALAP side of the analysis, never the alone makespan
-    problem = MultiAppProblem(["alone"], [1.0], [0], [task_preds(model)], preemptive_of(model.pes))
+    # the period moves only the ALAP side of the analysis, never the alone response
+    problem = MultiAppProblem(["alone"], [1.0], [0], [task_preds(model)], preemptive_of(model.pes), response)
 
     def batch(inds):
         maps = np.array(inds, dtype=np.int64)

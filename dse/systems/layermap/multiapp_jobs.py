@@ -31,6 +31,7 @@ from dse.systems.common import compose_sim_case, say
 if TYPE_CHECKING:
     import pandas as pd
 
+PROFILE_REPEATS, PROFILE_WARMUP = 20, 3     # host-cpu: real runs per task (median), as the layermap target's default
 KEYS = ("name", "platform", "cpu_config", "accelerators", "response", "apps", "ga", "alone", "check")
 SUB_KEYS = {"ga": ("population", "generations", "seed"), "alone": ("population", "generations"),
             "check": ("mappings", "hyperperiods")}
@@ -98,7 +99,7 @@ class MultiappSettings:
                 raise DseError(f"multiapp.apps: every app needs its own {what}, got {values}")
         from dse.rt.schedule_based import RESPONSES
 
-        response = str(d.get("response", "per-task"))
+        response = str(d.get("response", "pipelined"))
         if response not in RESPONSES:
             raise choices_error("multiapp.response", response, RESPONSES)
         accels = tuple(str(a).lower() for a in d.get("accelerators") or ())
@@ -163,9 +164,9 @@ def plan_multiapp(snakemake_config: dict) -> dict[str, Plan]:
     from dse.platform import load_platform
 
     loaded = load_platform(platform)
-    if loaded.backend != "sim":
-        raise DseError(f"target multiapp runs on a virtual board; multiapp.platform {loaded.name} has backend "
-                       f"{loaded.backend}")
+    if loaded.backend not in ("sim", "ort"):
+        raise DseError(f"target multiapp runs on a virtual board (backend sim) or this host's CPU core groups "
+                       f"(host-cpu, backend ort); multiapp.platform {loaded.name} has backend {loaded.backend}")
     settings = MultiappSettings.from_dict(raw, loaded, group_choices("benchmark"))
     # what a profile depends on (the apps' models, the PEs) is a part of its own: a GA setting reruns no profile
     profiled = {"sources": {b: {**model_source(c), "precision": str(c.precision)} for b, c in per_app.items()},
@@ -222,7 +223,16 @@ class Case:
 
         graph = self.graph(app)
         profile = ProfileTable.read_parquet(self.dir / "profiles" / f"{app}.parquet", graph)
-        return analytic_model(self.platform, graph, profile, self.pes())
+        pes = self.pes()
+        power = {}
+        if self.real:       # no power model of this host: the energy term is busy core time (1 W per busy core)
+            power = {"p_busy": [float(len(pe.core_ids)) for pe in pes.pes], "p_idle": [0.0] * len(pes)}
+        return analytic_model(self.platform, graph, profile, pes, **power)
+
+    @property
+    def real(self) -> bool:
+        """The case runs on this host's core groups (host-cpu): real profiles and a real periodic check."""
+        return self.platform.backend == "ort"
 
 
 def write_profile(mdir: str | Path, app: str) -> Path:
@@ -236,7 +246,14 @@ def write_profile(mdir: str | Path, app: str) -> Path:
     graph = case.graph(app)
     kinds = list(dict.fromkeys(case.pes().kinds))
     say(f"[multiapp] profiling {app}: {graph.n} tasks on {', '.join(kinds)} ({case.platform.name})")
-    table = profile_from_sim(case.platform, analysis, graph, kinds, case.sources[app]["precision"])
+    if case.real:
+        from dse.runtime.task_profile import profile_from_ort
+
+        table = profile_from_ort(analysis, graph, [int(k[3:]) for k in kinds], repeats=PROFILE_REPEATS,
+                                 warmup=PROFILE_WARMUP, seed=int(case.settings.ga["seed"]),
+                                 cores=case.platform.mapping_core_ids())
+    else:
+        table = profile_from_sim(case.platform, analysis, graph, kinds, case.sources[app]["precision"])
     return table.write_parquet(case.dir / "profiles" / f"{app}.parquet")
 
 
@@ -268,15 +285,15 @@ def chosen(frame, apps: list[str], k: int) -> list[int]:
     return list(dict.fromkeys(picks))[:max(k, 0)]
 
 
-def check(case: Case, frame, models: dict) -> "pd.DataFrame":
-    """The chosen solutions in the periodic simulation (fixed priorities on every PE, CPU preemptive, GPU/NPU not)
+def check(case: Case, frame, models: dict, picks: list[int]) -> "pd.DataFrame":
+    """The solutions at ``picks`` in the periodic simulation (fixed priorities on every PE, CPU preemptive, GPU/NPU not)
     for ``check.hyperperiods`` hyperperiods, released in phase (repeat 0) and at seeded random phases (repeat 1),
     through the evaluator into ``cache/check.parquet``: per app its misses and simulated worst response next to
     the analysis' bound."""
     import pandas as pd
 
     from dse.backends.sim.deployment import deployment_config
-    from dse.backends.sim.periodic import periodic_apps
+    from dse.backends.sim.periodic import periodic_apps, pipelined_stage_apps
     from dse.rt.schedule_based import analyse
     from dse.systems.common import deployment_evaluator
 
@@ -286,26 +303,30 @@ def check(case: Case, frame, models: dict) -> "pd.DataFrame":
     seed = int(s.ga["seed"])
     evaluator = deployment_evaluator(case.platform, seed, case.dir / "cache" / "check.parquet")
     duration = s.check["hyperperiods"] * s.hyperperiod_ms * 1000
-    names = [a.benchmark for a in s.apps]
     rows, configs = [], []
-    for pos in chosen(frame, names, int(s.check["mappings"])):
+    for pos in picks:
         row = frame.iloc[pos]
         mapped = _mapped_apps(case, row, models)
         bound = analyse(mapped, preemptive, s.response)
-        apps, placement = periodic_apps(mapped, pes.names)
-        config = deployment_config(case.platform, "+".join(names), apps, placement, {},
+        if s.response == "pipelined":
+            apps, placement, owner = pipelined_stage_apps(mapped, pes.names)
+        else:
+            apps, placement = periodic_apps(mapped, pes.names)
+            owner = {a.name: a.name for a in apps}
+        config = deployment_config(case.platform, "+".join(a.name for a in apps), apps, placement, {},
                                    1e6 / (s.hyperperiod_ms * 1000), duration, seed, True, accelerators="priority")
-        configs.append((int(row["solution"]), bound, config))
-    evaluator.evaluate_many([(config, repeat) for _, _, config in configs for repeat in (0, 1)], phase="check",
+        configs.append((int(row["solution"]), bound, config, owner))
+    evaluator.evaluate_many([(config, repeat) for _, _, config, _ in configs for repeat in (0, 1)], phase="check",
                             strategy="multiapp")
-    for solution, bound, config in configs:
+    for solution, bound, config, owner in configs:
         results = [evaluator.backend.take_result(config, repeat) for repeat in (0, 1)]
         for a in bound.apps:
-            worst = max(r.max_response_us[a.name] for r in results)
+            parts = [k for k, v in owner.items() if v == a.name]     # its stages, pipelined; else the app itself
+            worst = max(r.max_response_us[k] for r in results for k in parts)
             rows.append({"solution": solution, "app": a.name, "period_us": a.period_us,
-                         "schedulable": bool(a.schedulable), "bound_us": a.response_us, "sim_worst_us": worst,
-                         "misses": int(sum(r.misses[a.name] for r in results)),
-                         "jobs": int(sum(r.completed[a.name] for r in results)),
+                         "schedulable": bool(a.schedulable), "bound_us": a.response_us, "worst_us": worst,
+                         "misses": int(sum(r.misses[k] for r in results for k in parts)),
+                         "jobs": int(sum(min(r.completed[k] for k in parts) for r in results)),
                          "pessimism": a.response_us / worst if worst > 0 else math.nan})
     return pd.DataFrame(rows)
 
@@ -326,9 +347,19 @@ def report(mdir: str | Path) -> Path:
     summary = read_json(case.dir / "search.json")
     names = [a.benchmark for a in s.apps]
     models = {n: case.model(n) for n in names}
-    say(f"[multiapp] simulating {min(len(frame), s.check['mappings'])} of {len(frame)} Pareto solutions for "
-        f"{s.check['hyperperiods']} hyperperiods of {s.hyperperiod_ms:g} ms")
-    checked = check(case, frame, models)
+    picks = chosen(frame, names, int(s.check["mappings"]))
+    say(f"[multiapp] {'running' if case.real else 'simulating'} {len(picks)} of {len(frame)} Pareto solutions "
+        f"for {s.check['hyperperiods']} hyperperiods of {s.hyperperiod_ms:g} ms")
+    if case.real:
+        from dse.systems.layermap.multiapp_host import host_check
+
+        checked, jobs = host_check(case, frame, picks)
+        write_bytes_atomic(case.dir / "host_jobs.parquet", jobs.to_parquet(index=False))
+        where = ("this host's core groups, for real: every group non-preemptive at segment boundaries, the bound "
+                 "over the segments' measured WCETs")
+    else:
+        checked = check(case, frame, models, picks)
+        where = "the periodic simulation, in phase and at random phases; fixed priorities on every PE"
     write_bytes_atomic(case.dir / "check.parquet", checked.to_parquet(index=False))
     relative_responses(frame, names, case.dir / "plots" / "relative_response.png")
     energy_over_pairs(frame, names, case.dir / "plots" / "energy_pairs.png")
@@ -337,22 +368,24 @@ def report(mdir: str | Path) -> Path:
              "min response ms": frame[f"{a.benchmark}_response_us"].min() / 1e3,
              "min relative": frame[f"{a.benchmark}_relative"].min()} for a in s.apps]
     sched = checked[checked.schedulable]
-    safe = bool((sched.sim_worst_us <= sched.bound_us * (1 + 1e-9)).all() and (sched.misses == 0).all())
+    safe = bool((sched.worst_us <= sched.bound_us * (1 + 1e-9)).all() and (sched.misses == 0).all())
     text = "\n".join([
-        f"# {s.name}: {len(names)} apps on {case.platform.name} ({s.cpu_config} + {', '.join(s.accelerators)})", "",
+        f"# {s.name}: {len(names)} apps on {case.platform.name} ({' + '.join([s.cpu_config, *s.accelerators])})", "",
         f"SPEA2 over every app's per-layer map (seed 002 Sec. VI): {summary['evaluations']:,} evaluations, "
         f"{summary['generations']} generations, {summary['seconds']:.1f} s; **{len(frame)} Pareto solutions** "
         "(the seed: 288). Response times are the schedule-based analysis' bounds (dse.rt.schedule_based); relative "
         "= over the app's minimum response time alone.", "",
         markdown_table(apps, right=("period ms", "alone ms", "min response ms", "min relative"),
                        formats={"alone ms": "{:.1f}", "min response ms": "{:.1f}", "min relative": "{:.2f}"}), "",
-        f"## Analysis vs the periodic simulation ({s.check['hyperperiods']} hyperperiods, in phase and at random "
-        "phases; fixed priorities on every PE)", "",
+        f"## Analysis vs {'the run' if case.real else 'the simulation'} ({s.check['hyperperiods']} hyperperiods "
+        f"on {where})", "",
         "Every mapping the analysis calls schedulable " + ("had no miss and no response above its bound." if safe
                                                            else "did NOT stay within its bound: see the rows."),
         "",
-        markdown_table(checked.to_dict("records"), right=("bound_us", "sim_worst_us", "misses", "jobs", "pessimism"),
-                       formats={"bound_us": "{:.0f}", "sim_worst_us": "{:.0f}", "pessimism": "{:.2f}",
+        f"{'Measured' if case.real else 'Simulated'} worst response per app: `worst_us`; pessimism = bound / worst.",
+        "",
+        markdown_table(checked.to_dict("records"), right=("bound_us", "worst_us", "misses", "jobs", "pessimism"),
+                       formats={"bound_us": "{:.0f}", "worst_us": "{:.0f}", "pessimism": "{:.2f}",
                                 "period_us": "{:.0f}"}), "",
         "![relative responses](plots/relative_response.png)", "", "![energy](plots/energy_pairs.png)", ""])
     out = write_text_atomic(case.dir / "multiapp.md", text)
@@ -391,7 +424,8 @@ def search(mdir: str | Path) -> Path:
     alone = {}
     for a in apps:
         alone[a.name] = min_response_alone(a.model, population=int(s.alone["population"]),
-                                           generations=int(s.alone["generations"]), seed=int(s.ga["seed"]))
+                                           generations=int(s.alone["generations"]), seed=int(s.ga["seed"]),
+                                           response=s.response)
         say(f"[multiapp] {a.name}: fastest alone {alone[a.name].response_us / 1e3:.2f} ms")
     result = run_multiapp_ga(apps, [alone[a.name].response_us for a in apps], population=int(s.ga["population"]),
                              generations=int(s.ga["generations"]), seed=int(s.ga["seed"]),

@@ -9,10 +9,16 @@ import numpy as np
 import pytest
 
 from dse.core.errors import DseError
-from dse.rt.schedule_based import (MappedApp, MultiAppProblem, alap, analyse, asap, demand_bound, mobility)
+from dse.rt.schedule_based import (RESPONSES, MappedApp, MultiAppProblem, alap, asap, demand_bound, mobility)
+from dse.rt.schedule_based import analyse as _analyse
 
 CPU, GPU, NPU = 0, 1, 2
 PREEMPTIVE = (True, False, False)      # CPU preemptive, GPU and NPU not
+
+
+def analyse(apps, preemptive, response="per-task"):
+    """The hand-computed examples below are one frame at a time unless they say "pipelined"."""
+    return _analyse(apps, preemptive, response)
 
 
 def app(name, period, prio, pe, t, preds):
@@ -78,6 +84,9 @@ def test_asap_is_the_single_app_model_latency():
             a = MappedApp("x", 1e9, 0, tuple(m.tolist()), tuple(occ.tolist()), preds)
             assert float((asap(a) + occ).max()) == pytest.approx(model.latency(m))
             assert analyse([a], [True] * model.P).apps[0].alone_us == pytest.approx(model.latency(m))
+            # pipelined, an app alone answers in the single-app model's period: its longest PE cluster
+            alone = analyse([a], [True] * model.P, "pipelined").apps[0]
+            assert alone.alone_us == alone.response_us == pytest.approx(float(model.evaluate(m).period_raw))
 
 
 # -- two apps in the shape of Fig. 10 ---------------------------------------------------------------------------
@@ -223,7 +232,8 @@ def _random_apps(rng: random.Random, n_apps, n_tasks, n_pe, p_edge=0.2):
                 _random_dag(rng, n_tasks[k], p_edge)) for k in range(n_apps)]
 
 
-def test_population_equals_one_by_one_on_random_inputs():
+@pytest.mark.parametrize("response", ["pipelined", "per-task"])
+def test_population_equals_one_by_one_on_random_inputs(response):
     rng = random.Random(11)
     nrng = np.random.default_rng(11)
     verdicts = []
@@ -231,7 +241,7 @@ def test_population_equals_one_by_one_on_random_inputs():
         n_pe = rng.randint(1, 4)
         preemptive = [rng.random() < 0.5 for _ in range(n_pe)]
         apps = _random_apps(rng, rng.randint(1, 4), [rng.randint(1, 20) for _ in range(4)], n_pe)
-        prob = MultiAppProblem.from_apps(apps, preemptive)
+        prob = MultiAppProblem.from_apps(apps, preemptive, response)
         pop = 9
         pes = [nrng.integers(0, n_pe, (pop, a.n)) for a in apps]
         times = [nrng.uniform(0, 80, (pop, a.n)) * (nrng.random((pop, a.n)) < 0.9) for a in apps]
@@ -249,7 +259,7 @@ def test_population_equals_one_by_one_on_random_inputs():
             # the one-shot API on MappedApps agrees with the prepared problem
             mapped = [MappedApp(a.name, a.period_us, a.priority, tuple(pes[k][j].tolist()),
                                 tuple(times[k][j].tolist()), a.preds) for k, a in enumerate(apps)]
-            assert analyse(mapped, preemptive) == one
+            assert analyse(mapped, preemptive, response) == one
     assert any(verdicts) and not all(verdicts)          # both outcomes exercised
 
 
@@ -262,7 +272,7 @@ def test_the_window_bound_charges_each_pe_once():
     assert per_task.app("L").response_us == pytest.approx(45) and window.app("L").response_us == pytest.approx(35)
     assert per_task.app("H").response_us == window.app("H").response_us == pytest.approx(15)
     assert window.app("L").slack_us == per_task.app("L").slack_us       # Eqs. (10)/(11) are the same either way
-    with pytest.raises(DseError, match="unknown response bound 'busy'; valid choices: per-task, window"):
+    with pytest.raises(DseError, match="unknown response bound 'busy'; valid choices: pipelined, per-task, window"):
         analyse(apps, [False], response="busy")
 
 
@@ -291,3 +301,36 @@ def test_the_window_population_equals_one_by_one():
             for k, r in enumerate(one.apps):
                 assert out.response_us[j, k] == pytest.approx(r.response_us, rel=1e-12)
                 assert out.app_schedulable[j, k] == r.schedulable
+
+
+# -- the pipelined reading (the seed's) -------------------------------------------------------------------------
+
+def test_pipelined_stages_by_hand():
+    """H (priority 0, P 100) holds the non-preemptive GPU 10 us; L (priority 1, P 100) runs GPU 5 -> CPU 7 -> GPU 5.
+    Pipelined, L's stages are GPU 10 and CPU 7: alone it answers in 10 (its longest stage). On the GPU, L waits for
+    one job of H: R = 10 + ceil(R / 100) x 10 = 20; H is blocked by one L task: 10 + 5 = 15. Eq. (11): MAI = P - C
+    of the task's stage, minus the same interference as one frame at a time."""
+    apps = [app("H", 100, 0, [1], [10], [()]), app("L", 100, 1, [1, 0, 1], [5, 7, 5], [(), (0,), (1,)])]
+    res = _analyse(apps, [True, False])
+    h, lo = res.app("H"), res.app("L")
+    assert (h.alone_us, h.response_us, h.slack_us) == (10, 15, (100 - 10 - 5,))
+    assert (lo.alone_us, lo.response_us) == (10, 20) and res.schedulable
+    assert lo.asap_us == (0, 0, 5) and lo.mai_us == (90, 93, 90)        # offsets within each PE's stage
+    assert lo.slack_us == (80, 93, 80)
+    assert _analyse(apps, [True, False]) == _analyse(apps, [True, False], "pipelined")     # the default
+
+
+def test_pipelined_response_is_a_least_fixed_point():
+    """H: 3 us every 10 us on a preemptive CPU; L: 12 us there per 100 us. R = 12 + ceil(R / 10) x 3: from 15,
+    ceil(1.5) = 2 -> 18, a fixed point. At P_L = 17 the CPU's utilization is 12/17 + 3/10 > 1: no R <= P exists,
+    the response is 10 periods x that utilization, and Eq. (10) fails: 17 - 12 - ceil(17 / 10) x 3 = -1."""
+    hi = app("H", 10, 0, [0], [3], [()])
+    lo = app("L", 100, 1, [0, 0], [4, 8], [(), (0,)])
+    res = _analyse([hi, lo], [True])
+    assert res.app("L").response_us == 18 and res.app("L").slack_us == (100 - 12 - 30,) * 2 and res.schedulable
+    tight = _analyse([hi, MappedApp("L", 17, 1, lo.pe, lo.time_us, lo.preds)], [True]).app("L")
+    assert tight.response_us == pytest.approx(170 * (12 / 17 + 0.3)) and tight.slack_us == (-1, -1)
+    assert not tight.schedulable
+    roomy = _analyse([hi, MappedApp("L", 20, 1, lo.pe, lo.time_us, lo.preds)], [True]).app("L")
+    assert roomy.response_us == 18 and roomy.slack_us == (2, 2) and roomy.schedulable
+    assert set(RESPONSES) == {"pipelined", "per-task", "window"}
