@@ -13,16 +13,15 @@ Run: ``python -m bench.multiapp_s9 [--scales 1 4]``; writes bench/results/multia
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from bench.end_to_end import workdir as target_workdir
 from bench.machine import write_result
 
 OUT = Path(__file__).resolve().parent / "results" / "multiapp_s9.json"
-REPO = Path(__file__).resolve().parents[1]
 APPS = ("squeezenet", "mobilenet-v1", "mobilenet-v2")
 PERIODS_MS = (33, 40, 50)
 SEED_ALONE_MS = {"squeezenet": 10.3, "mobilenet-v1": 13.7, "mobilenet-v2": 16.9}
@@ -38,8 +37,7 @@ def run_case(scale: float, workdir: Path) -> dict:
     from dse.store.atomic import read_json
     from dse.systems.layermap.multiapp_jobs import Case
 
-    for name in ("Snakefile", "workflow", "config"):
-        os.symlink(REPO / name, workdir / name)
+    workdir = target_workdir(workdir)
     periods = ",".join(f"multiapp.apps.{i}.period_ms={p * scale:g}" for i, p in enumerate(PERIODS_MS))
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "multiapp", "--config",
            f"overrides=[multiapp=s9,{periods}]"]

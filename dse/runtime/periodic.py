@@ -98,6 +98,20 @@ class JobRecord:
         return self.finish_s - self.release_s
 
 
+@dataclass(frozen=True)
+class SegmentRun:
+    """One segment's run: its PE, its job's release, its start and finish in s from t0 (what a WCET taken from a
+    run reads)."""
+
+    app: str
+    segment: int
+    iteration: int
+    pe: int
+    release_s: float
+    start_s: float
+    finish_s: float
+
+
 @dataclass
 class AppResult:
     """One app's stage-job responses (jobs that ran a segment, by PE then job), their worst, the misses
@@ -120,12 +134,26 @@ class AppResult:
 
 @dataclass
 class PeriodicRunResult:
-    """Every stage job (by app, PE, job), per app its AppResult, and with ``keep_outputs`` the network outputs
-    of every iteration (``outputs[app][n]``)."""
+    """Every stage job (by app, PE, job), every segment run, per app its AppResult, and with ``keep_outputs``
+    the network outputs of every iteration (``outputs[app][n]``)."""
 
     jobs: list[JobRecord]
     apps: dict[str, AppResult]
     outputs: dict[str, list[dict]] = field(default_factory=dict)
+    segment_runs: list[SegmentRun] = field(default_factory=list)
+
+    def service_times_s(self, app: str, segments: int) -> list[list[float]]:
+        """Per segment of ``app`` (``segments`` of them) its service times in s: from when each run could start
+        (its job released and its PE done with the segment before) to its finish. That is the run plus the
+        runtime's dispatch delay (lock, pick, wake-up: mostly 0.1-0.4 ms on the 2-core VM, up to 2 ms in a
+        hiccup; a wait for a late input counts too), which a bound over bare run times leaves out."""
+        out: list[list[float]] = [[] for _ in range(segments)]
+        last: dict[int, float] = {}
+        for r in sorted(self.segment_runs, key=lambda r: r.start_s):
+            if r.app == app:
+                out[r.segment].append(r.finish_s - max(r.release_s, last.get(r.pe, -math.inf)))
+            last[r.pe] = r.finish_s
+        return out
 
     @property
     def latency_s(self) -> dict[str, list[float]]:
@@ -216,7 +244,7 @@ def _groups(groups) -> list[tuple[int, ...]]:
 
 
 # --- engines and segment times -------------------------------------------------------------------------------
-def _build_engines(segments, groups) -> list:
+def build_engines(segments, groups) -> list:
     """An OrtStageEngine per segment on its core group."""
     from dse.runtime.ort_engine import OrtStageEngine
 
@@ -233,16 +261,21 @@ def _segment_feeds(segments, engines, feed: dict) -> list[dict]:
     return feeds
 
 
-def _close(engines) -> None:
+def close_engines(engines) -> None:
     for e in engines:
         getattr(e, "close", lambda: None)()
 
 
 def segment_times(segments, groups: Sequence[Sequence[int]], feed: dict | None = None, *, repeats: int = 20,
-                  warmup: int = 3, engines: Sequence[Any] | None = None) -> list[list[float]]:
+                  warmup: int = 3, idle_s: float = 0.0, engines: Sequence[Any] | None = None) -> list[list[float]]:
     """Per segment its ``repeats`` run times in s, each segment alone on a thread pinned to its core group, on
     its real inputs (``feed`` through the segments once), after ``warmup`` untimed runs: what the analysis'
     segment times come from (the caller takes the max as a measured WCET, or a percentile).
+
+    ``idle_s``: the thread sleeps this long before each timed run, as a periodic run's segments mostly start
+    after their core idled. On the 2-core VM they then run slower than back to back (MobileNet v1 whole on one
+    core: 9.95 ms back to back, 14.4 ms after 30-100 ms idle; every small segment about +0.15 ms), so a WCET
+    timed back to back is exceeded by most of a periodic run's segments.
 
     ``segments`` may be a PeriodicNet (its segments and feed). ``engines``: one per segment to time instead of
     fresh ONNX Runtime sessions.
@@ -256,11 +289,13 @@ def segment_times(segments, groups: Sequence[Sequence[int]], feed: dict | None =
         raise DseError(f"repeats must be an integer >= 1, got {repeats!r}")
     if not _is_count(warmup) or warmup < 0:
         raise DseError(f"warmup must be an integer >= 0, got {warmup!r}")
+    if not (_is_number(idle_s) and idle_s >= 0):
+        raise DseError(f"idle_s must be a number >= 0, got {idle_s!r}")
     groups = _groups(groups)
     _check([net], groups)
     segs = list(net.segments)
     own = engines is None
-    engines = _build_engines(segs, groups) if own else list(engines)
+    engines = build_engines(segs, groups) if own else list(engines)
     if len(engines) != len(segs):
         raise DseError(f"{len(engines)} engines for {len(segs)} segments")
 
@@ -269,6 +304,8 @@ def segment_times(segments, groups: Sequence[Sequence[int]], feed: dict | None =
             engine.infer(inputs)
         out = []
         for _ in range(repeats):
+            if idle_s:
+                time.sleep(idle_s)
             t = time.perf_counter()
             engine.infer(inputs)
             out.append(time.perf_counter() - t)
@@ -280,7 +317,7 @@ def segment_times(segments, groups: Sequence[Sequence[int]], feed: dict | None =
                 for s, e, f in zip(segs, engines, feeds)]
     finally:
         if own:
-            _close(engines)
+            close_engines(engines)
 
 
 # --- the run -------------------------------------------------------------------------------------------------
@@ -305,7 +342,8 @@ class PeriodicRuntime:
     (PE id p -> its cores); semantics in the module docstring. ``engines[app][segment]`` (``infer(dict) ->
     dict``) replace the ONNX Runtime sessions, built here otherwise and warmed up with ``warmup`` runs on real
     inputs before any run; ``close()`` frees them. ``keep_outputs`` keeps every iteration's network outputs.
-    ``run()`` raises a DseError when a segment fails or the run outlasts ``timeout_s``."""
+    ``run()`` raises a DseError when a segment fails or the run outlasts ``timeout_s``; called again, it starts
+    over on the same sessions (the multiapp host check's calibration runs, then its checked run)."""
 
     def __init__(self, nets: Sequence[PeriodicNet], groups: Sequence[Sequence[int]], iterations, *,
                  warmup: int = 3, timeout_s: float = 600.0, engines: Sequence[Sequence[Any]] | None = None,
@@ -324,7 +362,7 @@ class PeriodicRuntime:
             self.engines = []
             try:
                 for n in self.nets:
-                    self.engines.append(_build_engines(n.segments, self.groups))
+                    self.engines.append(build_engines(n.segments, self.groups))
             except BaseException:
                 self.close()
                 raise
@@ -347,7 +385,7 @@ class PeriodicRuntime:
 
     def close(self) -> None:
         for es in self.engines:
-            _close(es)
+            close_engines(es)
 
     def _release(self, a: int, k: int) -> float:
         """Job k's release in s from t0 (every stage of an app shares it)."""
@@ -363,6 +401,7 @@ class PeriodicRuntime:
         self._values: dict[tuple[int, int], dict] = {}        # (app, iteration) -> tensors made so far
         self._left = {(a, i): len(n.segments) for a, n in enumerate(self.nets) for i in range(self.iterations[a])}
         self._records: list[JobRecord] = []
+        self._segment_runs: list[SegmentRun] = []
         self._latency = [[math.nan] * k for k in self.iterations]
         self._outputs = [[None] * k for k in self.iterations] if self.keep_outputs else None
         self._stages: dict[int, list[_Stage]] = {}
@@ -400,7 +439,7 @@ class PeriodicRuntime:
                                   [j.response_s for j in jobs if j.app == n.name and j.segments_run],
                                   self._latency[a]) for a, n in enumerate(self.nets)}
         outputs = {n.name: self._outputs[a] for a, n in enumerate(self.nets)} if self.keep_outputs else {}
-        return PeriodicRunResult(jobs, apps, outputs)
+        return PeriodicRunResult(jobs, apps, outputs, self._segment_runs)
 
     # --- the workers (state under self._cond) ------------------------------------------------------------
     def _advance(self, st: _Stage) -> None:
@@ -472,8 +511,9 @@ class PeriodicRuntime:
                                 self._cond.acquire()
                     st, feed = best
                     seg, it = st.segs[st.pos], st.iteration()
+                    begin = self._now()
                     if st.record.segments_run == 0:
-                        st.record.start_s = self._now()
+                        st.record.start_s = begin
                 try:
                     out = self.engines[st.app][seg].infer(feed)
                     s = self.nets[st.app].segments[seg]
@@ -486,7 +526,7 @@ class PeriodicRuntime:
                     raise RuntimeError(f"app {self.nets[st.app].name} segment {seg}{layers} on PE {pe} failed on "
                                        f"iteration {it} (job {st.k}): {type(exc).__name__}: {exc}") from exc
                 with self._cond:
-                    self._finish(st, seg, it, out, self._now())
+                    self._finish(st, seg, it, out, begin, self._now())
                     self._cond.notify_all()
         except BaseException as exc:
             with self._cond:
@@ -495,8 +535,9 @@ class PeriodicRuntime:
                 self._stop = True
                 self._cond.notify_all()
 
-    def _finish(self, st: _Stage, seg: int, it: int, out: dict, finish: float) -> None:
+    def _finish(self, st: _Stage, seg: int, it: int, out: dict, begin: float, finish: float) -> None:
         a = st.app
+        self._segment_runs.append(SegmentRun(self.nets[a].name, seg, it, st.pe, st.record.release_s, begin, finish))
         key = (a, it)
         self._values.setdefault(key, {}).update(out)
         self._left[key] -= 1

@@ -44,6 +44,7 @@ def test_rerun_is_a_noop_and_a_ga_change_reruns_the_search(finished):
     assert "multiapp_search" in jobs and "multiapp_report" in jobs and "multiapp_profile" not in jobs
 
 
+@pytest.mark.slow   # about 45 s: cold segment timings and four periodic runs, for real
 def test_the_host_case_runs_for_real(tmp_path):
     """multiapp=host with a small GA and a two-hyperperiod run: real ORT profiles, the periodic run on the core
     groups, every stage job in host_jobs.parquet, and a bound that holds where it says schedulable (loose: the

@@ -355,8 +355,8 @@ def report(mdir: str | Path) -> Path:
 
         checked, jobs = host_check(case, frame, picks)
         write_bytes_atomic(case.dir / "host_jobs.parquet", jobs.to_parquet(index=False))
-        where = ("this host's core groups, for real: every group non-preemptive at segment boundaries, the bound "
-                 "over the segments' measured WCETs")
+        where = ("this host's core groups, for real, after calibration runs: every group non-preemptive at segment "
+                 "boundaries, the bound over the segments' measured WCETs plus dispatch delay")
     else:
         checked = check(case, frame, models, picks)
         where = "the periodic simulation, in phase and at random phases; fixed priorities on every PE"
