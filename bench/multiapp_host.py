@@ -44,12 +44,14 @@ def run_passes(passes: int, where: Path):
 
 
 def summary(rows) -> dict:
+    from dse.systems.layermap.multiapp_jobs import exceeded
+
     sched = rows[rows.schedulable]
     out = {}
     for a in APPS:
         r = sched[sched.app == a]
         out[a] = {"checks": len(r), "misses": int(r.misses.sum()),
-                  "bound_exceeded": int((r.worst_us > r.bound_us * (1 + 1e-9)).sum()),
+                  "bound_exceeded": int(exceeded(r).sum()),
                   "bound_ms": [float(r.bound_us.min() / 1e3), float(r.bound_us.max() / 1e3)],
                   "worst_ms": [float(r.worst_us.min() / 1e3), float(r.worst_us.max() / 1e3)],
                   "pessimism": [float(r.pessimism.min()), float(r.pessimism.max())]}

@@ -70,8 +70,9 @@ def calibrated(app, runs) -> object:
 
 def host_check(case, frame, picks: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The Pareto rows at ``picks`` run for real for ``check.hyperperiods`` hyperperiods each (after
-    ``CALIBRATION_RUNS`` calibration runs as long): per solution and app its analysis bound (segment WCETs), measured worst stage
-    response, misses and jobs; and every stage job of the checked runs (``host_jobs.parquet``)."""
+    ``CALIBRATION_RUNS`` calibration runs as long): per solution and app its analysis bound (segment WCETs),
+    measured worst stage response, misses and jobs; and every stage job of the checked runs
+    (``host_jobs.parquet``)."""
     import pandas as pd
 
     from dse.rt.schedule_based import analyse
@@ -95,7 +96,8 @@ def host_check(case, frame, picks: list[int]) -> tuple[pd.DataFrame, pd.DataFram
                 f"{', '.join(f'{n.name} x{k}' for n, k in zip(nets, iterations))} on {len(groups)} core groups "
                 f"({s.check['hyperperiods']} hyperperiods of {s.hyperperiod_ms:g} ms), {CALIBRATION_RUNS} times to "
                 f"calibrate, once to check")
-            with PeriodicRuntime(nets, groups, iterations, engines=engines) as runtime:
+            # warmup=0: segment_times has just warmed every session up
+            with PeriodicRuntime(nets, groups, iterations, engines=engines, warmup=0) as runtime:
                 calibration = [runtime.run() for _ in range(CALIBRATION_RUNS)]
                 res = runtime.run()
         finally:
